@@ -1,0 +1,56 @@
+"""`cetql.compile(text)`: the front half of the compiler, stage by stage.
+
+    text ─parse→ AST ─analyze→ Bound ─classify→ predicates ─plan→ LogicalPlan
+
+Each stage is a pure function of the one before; `CompiledQuery` keeps every
+stage so `--explain` can print them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import ast as A
+from .errors import QueryError
+from .parser import parse
+from .planner.analyze import Bound, analyze
+from .planner.classify import Predicate, classify
+from .planner.logical import LogicalPlan, plan
+from .planner.schema import Schema
+
+
+@dataclass
+class CompiledQuery:
+    source: str
+    ast: A.Query
+    bound: Bound
+    predicates: list[Predicate]
+    plan: LogicalPlan
+
+    @property
+    def kind(self) -> str:
+        return self.bound.kind
+
+    @property
+    def trend_set(self) -> str:
+        return self.bound.trend_set
+
+
+def compile(  # noqa: A001 - the public name users expect
+    text: str,
+    params: dict[str, object] | None = None,
+    schema: Schema | None = None,
+    *,
+    strict_params: bool = False,
+    time_col: str = "ts",
+    strategy: str | None = None,
+) -> CompiledQuery:
+    """Compile query text.  Parameters missing from `params` are listed in
+    `bound.unbound_params` unless `strict_params` (then they are an error)."""
+    ast = parse(text)
+    try:
+        bound = analyze(ast, params, schema, strict_params=strict_params, time_col=time_col)
+        preds = classify(bound)
+    except QueryError as e:
+        raise e.with_source(text) from None
+    return CompiledQuery(text, ast, bound, preds, plan(bound, preds, strategy))
