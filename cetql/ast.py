@@ -201,7 +201,12 @@ class Query(Node):
     slide: Duration | None = None
     trends: str | None = None
     approx: bool = False
+    # where each clause starts, for messages: (("PATTERN", Pos), ("WHERE", Pos), …)
+    clauses: tuple[tuple[str, Pos | None], ...] = field(default=(), compare=False, repr=False)
     pos: Pos | None = _pos()
+
+    def clause_pos(self, name: str) -> Pos | None:
+        return next((p for k, p in self.clauses if k == name), self.pos)
 
     @property
     def aggregates(self) -> tuple[Aggregate, ...]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .errors import CetqlError, ParameterError, QueryError
+from .errors import CetqlError, ParameterError, QueryError, UsageError
 
 
 def _read_query(path: str) -> str:
@@ -20,7 +20,7 @@ def _read_query(path: str) -> str:
         return sys.stdin.read()
     p = Path(path)
     if not p.is_file():
-        raise CetqlError(f"query file '{path}' does not exist")
+        raise UsageError(f"query file '{path}' does not exist")
     return p.read_text(encoding="utf-8")
 
 
@@ -40,7 +40,7 @@ def _schema(args):
     from .planner import schema as S
 
     if args.schema and args.input:
-        raise CetqlError("give either --schema or --input, not both")
+        raise UsageError("give either --schema or --input, not both")
     if args.schema:
         return S.parse_ddl(args.schema)
     if args.input:

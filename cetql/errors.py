@@ -71,6 +71,12 @@ class SchemaError(CetqlError):
     exit_code = 2
 
 
+class UsageError(CetqlError):
+    """The command line is wrong: a missing file, conflicting options."""
+
+    exit_code = 2
+
+
 class ParameterError(CetqlError):
     """A query parameter is missing or malformed."""
 

@@ -24,7 +24,7 @@ def ast_to_data(node):
     if isinstance(node, A.Node):
         out = {"node": type(node).__name__}
         for f in fields(node):
-            if f.name == "pos":
+            if not f.compare:  # the position and other bookkeeping
                 continue
             out[f.name] = ast_to_data(getattr(node, f.name))
         if node.pos is not None:

@@ -4,6 +4,7 @@ Lark's parse tree into `cetql.ast` nodes and Lark's errors into
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from functools import lru_cache
 
@@ -25,6 +26,8 @@ _UNIT_SPELLINGS = {
     "week": ("w", "week", "weeks"),
 }
 UNIT_ALIASES = {alias: unit for unit, aliases in _UNIT_SPELLINGS.items() for alias in aliases}
+
+_CLAUSE_KEYWORDS = {"PATTERN", "WHERE", "RETURN", "AGG", "WITHIN", "SLIDE", "TRENDS", "APPROX", "GROUP_BY", "BY"}
 
 # How the expected terminals are named in messages.
 _TERMINAL_NAMES = {
@@ -318,10 +321,12 @@ class _ToAst(Transformer):
 
     def query(self, meta, children):
         fields: dict[str, object] = {}
+        clause_pos = []
         for kind, value, where in children:
             if kind in fields:
                 _fail(f"{kind} is given twice; a query has at most one {kind} clause", where)
             fields[kind] = value
+            clause_pos.append((kind, _pos_of(where)))
         return A.Query(
             pattern=fields["PATTERN"],
             where=fields.get("WHERE"),
@@ -332,6 +337,7 @@ class _ToAst(Transformer):
             slide=fields.get("SLIDE"),
             trends=fields.get("TRENDS"),
             approx=bool(fields.get("APPROX", False)),
+            clauses=tuple(clause_pos),
             pos=_pos_of(meta),
         )
 
@@ -364,6 +370,10 @@ def parse(text: str) -> A.Query:
     except UnexpectedCharacters as e:
         char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
         allowed = _accepted(e, e.allowed)
+        if char in "'\"":
+            raise QuerySyntaxError(
+                f"unterminated string: no closing {char} on this line", A.Pos(e.line, e.column), text
+            ) from None
         msg = f"unexpected character '{char}'"
         if allowed:
             msg += f"; expected {_expected(allowed)}"
@@ -383,13 +393,16 @@ def parse(text: str) -> A.Query:
         else:
             pos = A.Pos(token.line, token.column)
         accepted = _accepted(e, e.expected)
-        if token.type == "ANGLE_CLOSE" and "COMP_OP" in accepted:
+        if token.type == "ANGLE_CLOSE" and "ANGLE_CLOSE" not in accepted:
             # A trailing `>` is read as the close of A-Seq's `<…>`; it is really
             # a comparison that lacks its right-hand side.
             raise QuerySyntaxError("comparison '>' has no right-hand side", pos, text) from None
-        raise QuerySyntaxError(
-            f"unexpected {_describe_token(token)}; expected {_expected(_accepted(e, e.expected))}", pos, text
-        ) from None
+        msg = f"unexpected {_describe_token(token)}; expected {_expected(accepted)}"
+        if token.type != "$END":
+            before = re.findall(r"[A-Za-z_][A-Za-z0-9_-]*", text[: token.start_pos])
+            if before and before[-1].upper().replace("-", "_") in _CLAUSE_KEYWORDS:
+                msg += f" (the keyword {before[-1].upper()} was read as a name: is something missing before it?)"
+        raise QuerySyntaxError(msg, pos, text) from None
     try:
         return _ToAst().transform(tree)
     except VisitError as e:

@@ -13,7 +13,7 @@ from decimal import Decimal
 from cetql import ast as A
 from cetql.errors import QuerySemanticError, SchemaError
 from cetql.parser import TIME_UNITS
-from cetql.printer import attr_to_text
+from cetql.printer import aggregate_to_text, attr_to_text
 
 from .schema import BOOLEAN, NUMERIC, OTHER, STRING, TIMESTAMP, Schema
 from .template import Position, Template, all_positions, build_template, position_names
@@ -225,7 +225,8 @@ class _Checker:
         if cls not in (NUMERIC, OTHER):
             from cetql.printer import expr_to_text
 
-            raise QuerySemanticError(f"{what} needs numbers, but '{expr_to_text(e)}' is a {cls}", e.pos)
+            shown = expr_to_text(e) if isinstance(e, A.Literal) else f"'{expr_to_text(e)}'"
+            raise QuerySemanticError(f"{what} needs numbers, but {shown} is a {cls}", e.pos)
 
     def equivalence_column(self, c) -> tuple[str | None, str]:
         if isinstance(c, A.Attr):
@@ -304,7 +305,7 @@ def analyze(
             ) from e
         if positions[var].negated:
             raise QuerySemanticError(
-                f"{agg.func}({target}…) aggregates over a negated sub-pattern, whose events are in no trend",
+                f"{aggregate_to_text(agg)} aggregates over a negated sub-pattern, whose events are in no trend",
                 agg.arg.pos,
             )
         if isinstance(agg.arg, A.Attr):
@@ -325,7 +326,8 @@ def analyze(
     else:
         if q.trends == "MAXIMAL":
             raise QuerySemanticError(
-                "TRENDS MAXIMAL is for detection queries; aggregates are over ALL or COMPLETE trends", q.pos
+                "TRENDS MAXIMAL is for detection queries; aggregates are over ALL or COMPLETE trends",
+                q.clause_pos("TRENDS"),
             )
         trend_set = q.trends or "ALL"
         reason = "asked for by TRENDS" if q.trends else "default for aggregation: all trends (GRETA, A-Seq)"
