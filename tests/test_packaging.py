@@ -1,0 +1,20 @@
+"""Only the `cetql` name lands in a user's environment; the grammar ships
+inside the package."""
+
+import subprocess
+import sys
+
+
+def test_planner_and_grammar_live_under_cetql(tmp_path):
+    code = (
+        "import importlib.util as u, cetql.planner, cetql.grammar;"
+        "print(u.find_spec('planner'), u.find_spec('grammar'));"
+        "print(len(cetql.grammar.grammar_text()) > 1000)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["None", "None", "True"]
+
+
+def test_version_flag():
+    out = subprocess.run([sys.executable, "-m", "cetql", "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("cetql ")
