@@ -7,10 +7,15 @@ from .printer import to_text
 
 __version__ = "0.1.0"
 
+from .session import get_spark, install  # noqa: E402
+
+install()
+
 __all__ = [
     "CetqlError",
     "CompiledQuery",
     "compile",
+    "get_spark",
     "ParameterError",
     "QueryError",
     "QuerySemanticError",

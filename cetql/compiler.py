@@ -35,6 +35,41 @@ class CompiledQuery:
     def trend_set(self) -> str:
         return self.bound.trend_set
 
+    def run(
+        self,
+        data=None,
+        *,
+        spark=None,
+        params: dict | None = None,
+        time_col: str | None = None,
+        id_col: str | None = None,
+        strategy: str | None = None,
+        trends: str | None = None,
+        with_rows: bool = False,
+        partitions: int | None = None,
+        **typed_sources,
+    ):
+        """Run the query on Spark; returns a lazy DataFrame.
+
+        `data` is a DataFrame, a path (CSV/Parquet/JSON) or a table/view name
+        for a single-type stream, or a dict {type name: DataFrame | path};
+        typed sources may also be given as keywords (`Check=df`)."""
+        from .runner import run
+
+        return run(
+            self,
+            data,
+            spark=spark,
+            params=params,
+            time_col=time_col,
+            id_col=id_col,
+            strategy=strategy,
+            trends=trends,
+            with_rows=with_rows,
+            partitions=partitions,
+            typed_sources=typed_sources,
+        )
+
 
 def compile(  # noqa: A001 - the public name users expect
     text: str,

@@ -54,7 +54,8 @@ class Predicate:
     rval: A.Expr | None = None
     h: str | None = None
     monotone: str | None = None
-    extra: dict = field(default_factory=dict)
+    # edge/cross: (var as written, index) of each reference -> "prev" / "next"
+    roles: dict = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -179,7 +180,9 @@ def _side(e: A.Expr, role_of) -> set[str]:
 
 def _edge(bound: Bound, e: A.Expr, prev_var: str, next_var: str, role_of, scope: str) -> Predicate:
     variables = tuple(dict.fromkeys([prev_var, next_var]))
+    roles = {(r.var, r.index): role_of(r) for r in refs(e)}
     base = dict(
+        roles=roles,
         expr=e,
         kind=EDGE if scope == ADJACENT else CROSS,
         scope=scope,
@@ -246,6 +249,8 @@ def classify_one(bound: Bound, e: A.Expr) -> Predicate:
             )
         roles = _roles(bound, rs)
         if roles is None:
+            # e.g. `c[i-1].x = 1` alone: reads one side of each adjacent pair
+            later = {"i+1", "next"} | ({"i"} if indexes & {"i-1", None} else set())
             return Predicate(
                 e,
                 EDGE,
@@ -255,6 +260,7 @@ def classify_one(bound: Bound, e: A.Expr) -> Predicate:
                 "only one side of an adjacent pair is used: evaluated on candidate pairs",
                 prev_var=var,
                 next_var=var,
+                roles={(r.var, r.index): "next" if r.index in later else "prev" for r in rs},
             )
         return _edge(bound, e, var, var, lambda r: roles[r.index], ADJACENT)
 

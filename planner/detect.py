@@ -1,0 +1,195 @@
+"""Detection: the kernel configuration (built on the driver from the
+classified predicates) and the per-partition processor that runs it over
+Arrow batches sorted by (window, partition keys, time, id).
+
+`process_table` is pure pyarrow + Python, so tests run it without Spark; the
+Spark wrapper only partitions, sorts and calls it through `mapInArrow`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from cetql import ast as A
+
+from . import kernel as K
+from .exprs import to_python
+from .sources import ID, TIME, WINDOW
+
+KEY = "__k{}"
+LVAL, HVAL = "__l{}", "__h{}"
+MASK = "__m_{}"
+ATTR = "__a_{}"
+ROW = "__row"
+
+
+@dataclass
+class DetectConfig:
+    mode: str  # "kleene" or "generic"
+    trend_set: str
+    keys: list[str]  # internal key columns (after WINDOW)
+    params: dict
+    # kleene mode
+    equal: list[tuple[str, str]] = field(default_factory=list)  # (lval col, h col)
+    ranges: list[tuple[str, str, str]] = field(default_factory=list)  # (lval col, op, h col)
+    others: list[tuple[A.Expr, dict]] = field(default_factory=list)  # (expr, roles)
+    # generic mode
+    positions: dict[str, str] = field(default_factory=dict)  # position -> mask column
+    start: list[str] = field(default_factory=list)
+    end: list[str] = field(default_factory=list)
+    follow: dict[str, list[str]] = field(default_factory=dict)
+    kleene: list[str] = field(default_factory=list)
+    edge: dict[tuple[str, str], list[tuple[A.Expr, dict]]] = field(default_factory=dict)
+    cross: list[tuple[tuple[str, ...], A.Expr, dict]] = field(
+        default_factory=list
+    )  # (vars, expr, var-as-written -> var)
+    attrs: list[str] = field(default_factory=list)  # attributes read by Python-side predicates
+    with_rows: bool = False
+
+
+class _Cols:
+    """`env[role][attr]` access into column lists, without building rows."""
+
+    __slots__ = ("cols", "i")
+
+    def __init__(self, cols, i):
+        self.cols, self.i = cols, i
+
+    def __getitem__(self, attr):
+        return self.cols[attr][self.i]
+
+
+def _pair_fn(expr, roles, cols, params):
+    f = to_python(expr, lambda a: (roles[(a.var, a.index)], a.attr), params)
+
+    def check(i, j):
+        return f({"prev": _Cols(cols, i), "next": _Cols(cols, j)})
+
+    return check
+
+
+def _cross_fn(expr, var_of, cols, params):
+    f = to_python(expr, lambda a: (var_of[a.var], a.attr), params)
+
+    def check(binding):
+        return f({v: _Cols(cols, i) for v, i in binding.items()})
+
+    return check
+
+
+def run_group(cfg: DetectConfig, times: list, cols: dict[str, list]) -> Iterator[list[int]]:
+    """Trends of one (window, partition) group as lists of row offsets."""
+    if cfg.mode == "kleene":
+        spec = K.KleeneSpec(
+            equal=[(cols[lc], cols[hc]) for lc, hc in cfg.equal],
+            ranges=[(cols[lc], op, cols[hc]) for lc, op, hc in cfg.ranges],
+            others=[_pair_fn(e, r, cols, cfg.params) for e, r in cfg.others],
+        )
+        return K.kleene_paths(times, spec, cfg.trend_set)
+    spec = K.PatternSpec(
+        positions={p: (lambda m: lambda i: m[i] is True)(cols[c]) for p, c in cfg.positions.items()},
+        start=set(cfg.start),
+        end=set(cfg.end),
+        follow=cfg.follow,
+        kleene=set(cfg.kleene),
+        edge={k: [_pair_fn(e, r, cols, cfg.params) for e, r in v] for k, v in cfg.edge.items()},
+        cross=[(vars_, _cross_fn(e, var_of, cols, cfg.params)) for vars_, e, var_of in cfg.cross],
+    )
+    return iter(K.generic_trends(times, spec, cfg.trend_set))
+
+
+def _needed_columns(cfg: DetectConfig) -> list[str]:
+    names = [c for pair in cfg.equal for c in pair] + [c for lc, _, hc in cfg.ranges for c in (lc, hc)]
+    names += list(cfg.positions.values()) + [ATTR.format(a) for a in cfg.attrs]
+    return list(dict.fromkeys(names))
+
+
+def output_schema(cfg: DetectConfig, table_schema: pa.Schema) -> pa.Schema:
+    fields = [pa.field(WINDOW, pa.int64())]
+    fields += [table_schema.field(k) for k in cfg.keys]
+    fields += [pa.field("events", pa.list_(table_schema.field(ID).type)), pa.field("length", pa.int32())]
+    if cfg.with_rows:
+        fields.append(pa.field("rows", pa.list_(table_schema.field(ROW).type)))
+    return pa.schema(fields)
+
+
+def process_table(cfg: DetectConfig, table: pa.Table, batch_rows: int = 65536) -> Iterator[pa.RecordBatch]:
+    """Run the kernel over every complete group of a sorted table."""
+    n = table.num_rows
+    if n == 0:
+        return
+    group_cols = [WINDOW, *cfg.keys]
+    keys = list(zip(*(table.column(c).to_pylist() for c in group_cols)))
+    times = table.column(TIME).to_pylist()
+    # Attribute columns keyed by the name predicates use.
+    cols = {c: table.column(c).to_pylist() for c in _needed_columns(cfg)}
+    for a in cfg.attrs:
+        cols[a] = cols[ATTR.format(a)]
+    schema = output_schema(cfg, table.schema)
+
+    out_group: list[int] = []  # row offset of each trend's group start (for keys)
+    offsets = [0]
+    values: list[int] = []  # row offsets of the trend's events
+    start = 0
+    for i in range(1, n + 1):
+        if i < n and keys[i] == keys[start]:
+            continue
+        g_times = times[start:i]
+        g_cols = {k: v[start:i] for k, v in cols.items()}
+        for path in run_group(cfg, g_times, g_cols):
+            out_group.append(start)
+            values.extend(start + p for p in path)
+            offsets.append(len(values))
+            if len(out_group) >= batch_rows:
+                yield _batch(cfg, table, schema, out_group, offsets, values)
+                out_group, offsets, values = [], [0], []
+        start = i
+    if out_group:
+        yield _batch(cfg, table, schema, out_group, offsets, values)
+
+
+def _batch(cfg, table, schema, group_rows, offsets, values) -> pa.RecordBatch:
+    take_groups = pa.array(group_rows, pa.int64())
+    take_values = pa.array(values, pa.int64())
+    offs = pa.array(offsets, pa.int32())
+    arrays = [table.column(WINDOW).take(take_groups)]
+    arrays += [table.column(k).take(take_groups) for k in cfg.keys]
+    ids = table.column(ID).take(take_values).combine_chunks()
+    arrays.append(pa.ListArray.from_arrays(offs, ids))
+    lengths = [offsets[k + 1] - offsets[k] for k in range(len(offsets) - 1)]
+    arrays.append(pa.array(lengths, pa.int32()))
+    if cfg.with_rows:
+        rows = table.column(ROW).take(take_values).combine_chunks()
+        arrays.append(pa.ListArray.from_arrays(offs, rows))
+    arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def map_partition(cfg: DetectConfig):
+    """The function given to `mapInArrow`: groups may straddle Arrow batches,
+    so the rows of the last, possibly unfinished group are carried over."""
+    group_cols = [WINDOW, *cfg.keys]
+
+    def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        carry: pa.Table | None = None
+        for batch in batches:
+            table = pa.Table.from_batches([batch])
+            if carry is not None and carry.num_rows:
+                table = pa.concat_tables([carry, table])
+            if table.num_rows == 0:
+                continue
+            last = tuple(table.column(c)[table.num_rows - 1].as_py() for c in group_cols)
+            # rows of the last group (it may continue in the next batch)
+            cut = table.num_rows
+            key_lists = [table.column(c).to_pylist() for c in group_cols]
+            while cut > 0 and tuple(col[cut - 1] for col in key_lists) == last:
+                cut -= 1
+            done, carry = table.slice(0, cut), table.slice(cut)
+            yield from process_table(cfg, done)
+        if carry is not None and carry.num_rows:
+            yield from process_table(cfg, carry)
+
+    return fn

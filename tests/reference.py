@@ -1,0 +1,270 @@
+"""Brute-force reference: trends enumerated by definition (SEMANTICS.md).
+
+Independent of the planner: it matches the AST directly (no template), checks
+every predicate on every binding (no classification), enumerates every
+subsequence of a window's events, and applies the definitions of COMPLETE
+(no single event can be prepended or appended) and MAXIMAL (nor inserted).
+Exponential — for small streams only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from decimal import Decimal
+
+import cetql
+from cetql import ast as A
+
+
+def _num(v):
+    return float(v) if isinstance(v, Decimal) else v
+
+
+# ---------------------------------------------------------------- expressions
+
+
+def evaluate(e, env, params):
+    """SQL three-valued evaluation; env maps (var, index-role) -> event dict."""
+    if isinstance(e, A.Literal):
+        return _num(e.value)
+    if isinstance(e, A.Name):
+        return _num(params[e.name])
+    if isinstance(e, A.Attr):
+        return env[(e.var, _role(e))].get(e.attr)
+    if isinstance(e, A.Neg):
+        v = evaluate(e.operand, env, params)
+        return None if v is None else -v
+    if isinstance(e, A.BinOp):
+        a, b = evaluate(e.left, env, params), evaluate(e.right, env, params)
+        if a is None or b is None:
+            return None
+        if e.op == "+":
+            return a + b
+        if e.op == "-":
+            return a - b
+        if e.op == "*":
+            return a * b
+        if b == 0:
+            return None
+        return a / b if e.op == "/" else a % b
+    if isinstance(e, A.Compare):
+        vals = [evaluate(x, env, params) for x in e.operands]
+        out = True
+        for op, a, b in zip(e.ops, vals, vals[1:]):
+            if a is None or b is None:
+                out = None
+                continue
+            ok = {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+            if not ok:
+                return False
+        return out
+    if isinstance(e, A.And):
+        vals = [evaluate(x, env, params) for x in e.items]
+        return False if False in vals else None if None in vals else True
+    if isinstance(e, A.Or):
+        vals = [evaluate(x, env, params) for x in e.items]
+        return True if True in vals else None if None in vals else False
+    if isinstance(e, A.Not):
+        v = evaluate(e.operand, env, params)
+        return None if v is None else not v
+    raise TypeError(e)
+
+
+def _role(a: A.Attr) -> str:
+    return {None: "plain", "i": "cur", "i-1": "prev", "i+1": "next", "next": "next"}[a.index]
+
+
+def _conjuncts(e):
+    if e is None:
+        return []
+    if isinstance(e, A.And):
+        return [c for x in e.items for c in _conjuncts(x)]
+    return [e]
+
+
+def predicate_holds(pred, binding, params) -> bool:
+    """Does a WHERE conjunct hold on a binding (var -> event or [events])?
+    An indexed Kleene variable ranges over consecutive pairs of its events; an
+    unindexed one over each of its events."""
+    if isinstance(pred, A.Equivalence):
+        for col in pred.columns:
+            if isinstance(col, A.Name):
+                events = [ev for v in binding.values() for ev in (v if isinstance(v, list) else [v])]
+                attr = col.name
+            else:
+                v = binding[_resolve(col.var, binding)]
+                events, attr = (v if isinstance(v, list) else [v]), col.attr
+            values = [ev.get(attr) for ev in events]
+            if any(x is None for x in values) or len(set(values)) > 1:
+                return False
+        return True
+    refs = [n for n in A.walk(pred) if isinstance(n, A.Attr)]
+    choices = []
+    for var in dict.fromkeys(_resolve(r.var, binding) for r in refs):
+        roles = {_role(r) for r in refs if _resolve(r.var, binding) == var}
+        value = binding[var]
+        names = [r.var for r in refs if _resolve(r.var, binding) == var]
+        if isinstance(value, list):
+            if roles <= {"plain", "cur"}:
+                # no neighbour referenced: the predicate holds for every element
+                choices.append([(var, names, {role: x for role in roles}) for x in value])
+            else:
+                # consecutive pairs (x, y): c[i-1] and bare c (with NEXT) read x,
+                # c[i+1] and NEXT(c) read y; c[i] reads y beside c[i-1], x beside c[i+1]
+                earlier = {"prev", "plain"} | ({"cur"} if "next" in roles else set())
+                pairs = [{role: (x if role in earlier else y) for role in roles} for x, y in zip(value, value[1:])]
+                choices.append([(var, names, o) for o in pairs])
+        else:
+            choices.append([(var, names, {role: value for role in roles})])
+    for combo in itertools.product(*choices):
+        env = {}
+        for _var, names, roles in combo:
+            for name in names:
+                for role, ev in roles.items():
+                    env[(name, role)] = ev
+        if evaluate(pred, env, params) is not True:
+            return False
+    return True
+
+
+def _resolve(name, binding):
+    return name if name in binding else _TYPE_NAMES.get(name, name)
+
+
+_TYPE_NAMES: dict[str, str] = {}
+
+
+# ---------------------------------------------------------------- patterns
+
+
+def _bindings(p, seq, typed):
+    """Every way `seq` (a tuple of events) matches pattern `p`; a binding maps
+    a variable (or type name) to an event, or to a list for a Kleene part."""
+    if isinstance(p, A.EventPattern):
+        if len(seq) == 1 and (not typed or seq[0]["__type"] == p.type):
+            yield {p.var or p.type: seq[0]}
+        return
+    if isinstance(p, A.Kleene):
+        if p.op == "?" and len(seq) == 1:
+            yield from _bindings(p.sub, seq, typed)
+            return
+        if p.op == "?":
+            return
+        for cut in _splits(len(seq)):
+            parts = [seq[a:b] for a, b in zip(cut, cut[1:])]
+            for combo in itertools.product(*[list(_bindings(p.sub, part, typed)) for part in parts]):
+                merged: dict = {}
+                for b in combo:
+                    for k, v in b.items():
+                        merged.setdefault(k, []).extend(v if isinstance(v, list) else [v])
+                yield merged
+        return
+    if isinstance(p, A.Seq):
+        items = list(p.items)
+        yield from _seq_bindings(items, seq, typed)
+        return
+    raise NotImplementedError(type(p).__name__)
+
+
+def _splits(n):
+    """Ways to cut range(n) into >= 1 non-empty consecutive parts."""
+    for k in range(n):
+        for inner in itertools.combinations(range(1, n), k):
+            yield (0, *inner, n)
+
+
+def _nullable(p):
+    return isinstance(p, A.Kleene) and p.op in "*?"
+
+
+def _seq_bindings(items, seq, typed):
+    if not items:
+        if not seq:
+            yield {}
+        return
+    head, rest = items[0], items[1:]
+    if _nullable(head):
+        yield from _seq_bindings(rest, seq, typed)
+    for k in range(1, len(seq) + 1):
+        for b in _bindings(head, seq[:k], typed):
+            for r in _seq_bindings(rest, seq[k:], typed):
+                if set(b) & set(r):
+                    continue
+                yield {**b, **r}
+
+
+# ---------------------------------------------------------------- trends
+
+
+def is_trend(query, seq, params, typed=False) -> bool:
+    if not seq or any(a["ts"] >= b["ts"] for a, b in zip(seq, seq[1:])):
+        return False
+    preds = _conjuncts(query.where)
+    for binding in _bindings(query.pattern, tuple(seq), typed):
+        if all(predicate_holds(p, binding, params) for p in preds):
+            return True
+    return False
+
+
+def windows(query, events):
+    """(start, end) -> events, for every window holding at least one event."""
+    w = _seconds(query.within)
+    s = _seconds(query.slide) if query.slide else w
+    out: dict = {}
+    for ev in events:
+        t = ev["ts"]
+        k_hi = math.floor(t / s)
+        k = k_hi
+        while k * s + w > t:
+            out.setdefault((k * s, k * s + w), []).append(ev)
+            k -= 1
+    return out
+
+
+def _seconds(d):
+    from cetql.parser import TIME_UNITS
+
+    return (float(d.amount) * TIME_UNITS[d.unit]) if d.unit else d.amount
+
+
+def reference_trends(text, events, params=None, trend_set=None, typed=False):
+    """{(window_start, window_end): set of id tuples} by definition."""
+    query = cetql.parse(text)
+    params = params or {}
+    _TYPE_NAMES.clear()
+    for n in A.walk(query.pattern):
+        if isinstance(n, A.EventPattern) and n.var:
+            _TYPE_NAMES.setdefault(n.type, n.var)
+    if trend_set is None:
+        trend_set = query.trends or ("ALL" if query.is_aggregation else "COMPLETE")
+    result = {}
+    for win, evs in windows(query, events).items():
+        evs = sorted(evs, key=lambda e: (e["ts"], e["id"]))
+        trends = []
+        for r in range(1, len(evs) + 1):
+            for combo in itertools.combinations(evs, r):
+                if is_trend(query, combo, params, typed):
+                    trends.append(combo)
+        keep = set()
+        for tr in trends:
+            ids = {e["id"] for e in tr}
+            others = [e for e in evs if e["id"] not in ids]
+            ok = True
+            if trend_set in ("COMPLETE", "MAXIMAL"):
+                for e in others:
+                    if e["ts"] < tr[0]["ts"] and is_trend(query, (e, *tr), params, typed):
+                        ok = False
+                    elif e["ts"] > tr[-1]["ts"] and is_trend(query, (*tr, e), params, typed):
+                        ok = False
+                    elif trend_set == "MAXIMAL" and tr[0]["ts"] < e["ts"] < tr[-1]["ts"]:
+                        k = sum(1 for x in tr if x["ts"] < e["ts"])
+                        if is_trend(query, (*tr[:k], e, *tr[k:]), params, typed):
+                            ok = False
+                    if not ok:
+                        break
+            if ok:
+                keep.add(tuple(e["id"] for e in tr))
+        if keep:
+            result[win] = keep
+    return result
