@@ -53,9 +53,11 @@ def _pair_condition(prepared, p="p_", n="n_"):
     for lc, op, hc in cfg.ranges:
         a, b = F.col(n + lc), F.col(p + hc)
         cond = cond & {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "=": a == b, "!=": a != b}[op]
+    prefix = {"prev": p, "next": n}
     for expr, roles in cfg.others:
-        prefix = {"prev": p, "next": n}
-        col = to_column(expr, lambda a: prefix[roles[(a.var, a.index)]] + D.ATTR.format(a.attr), cfg.params)
+        col = to_column(
+            expr, lambda a, roles=roles: prefix[roles[(a.var, a.index)]] + D.ATTR.format(a.attr), cfg.params
+        )
         cond = cond & F.coalesce(col, F.lit(False))
     return cond
 

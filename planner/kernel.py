@@ -126,7 +126,7 @@ def _restrict_maximal(succ: list[list[int]]) -> list[list[int]]:
         for j in js:
             pred_sets[j].add(i)
     out = []
-    for i, js in enumerate(succ):
+    for js in succ:
         if len(js) <= 1:
             out.append(js)
             continue
