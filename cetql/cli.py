@@ -68,6 +68,102 @@ def cmd_compile(args) -> int:
     return 0
 
 
+def _inputs(items: list[str]):
+    """`--input PATH` (one single-type stream) or `--input Type=PATH` (repeatable)."""
+    import re
+
+    untyped, typed = [], {}
+    for item in items:
+        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.+)$", item)
+        if m and not Path(item).exists():
+            if m.group(1) in typed:
+                raise UsageError(f"type '{m.group(1)}' is bound to two inputs")
+            typed[m.group(1)] = m.group(2)
+        else:
+            untyped.append(item)
+    if len(untyped) > 1:
+        raise UsageError("give one untyped --input, or bind each input to a type with --input Type=PATH")
+    if untyped and typed:
+        raise UsageError("give either one untyped --input or inputs bound to types (Type=PATH), not both")
+    return (untyped[0] if untyped else None), typed
+
+
+def _spark_message(e: Exception) -> str:
+    text = str(e).strip()
+    for marker in ("null value in time column",):
+        if marker in text:
+            start = text.index(marker)
+            return text[start : text.index("'", text.index("'", start) + 1) + 1]
+    first = text.splitlines()[0] if text else type(e).__name__
+    return first[:500]
+
+
+def cmd_run(args) -> int:
+    from rich.table import Table
+
+    from .compiler import compile
+    from .session import get_spark
+
+    text = _read_query(args.query_file)
+    params = _params(args.param)
+    compiled = compile(text, params, time_col=args.time_col)
+    data, typed = _inputs(args.input)
+    spark = get_spark(args.master)
+    console = Console()
+    try:
+        df = compiled.run(
+            data,
+            spark=spark,
+            params=params,
+            time_col=args.time_col,
+            id_col=args.id_col,
+            strategy=args.strategy,
+            trends=args.trends,
+            with_rows=args.with_rows,
+            **typed,
+        )
+        if args.output:
+            out = df
+            if args.format == "csv":
+                from pyspark.sql import functions as F
+
+                out = out.withColumn("events", F.concat_ws(";", F.col("events").cast("array<string>")))
+                if args.with_rows:
+                    out = out.withColumn("rows", F.to_json("rows"))
+            out.write.mode("overwrite").format(args.format).save(args.output)
+            total = spark.read.format(args.format).load(args.output).count() if args.format == "parquet" else None
+            what = f"{total:,} trends" if total is not None else "trends"
+            console.print(f"wrote {what} to {args.output} ({args.format})")
+            return 0
+        rows = df.limit(args.limit).collect()
+        total = df.count()
+        table = Table(title=f"{total:,} trends" + (f" (first {len(rows)})" if total > len(rows) else ""))
+        for name in df.columns:
+            table.add_column(name, overflow="fold")
+        for r in rows:
+            table.add_row(*(_cell(r[c]) for c in df.columns))
+        console.print(table)
+        return 0
+    except CetqlError:
+        raise
+    except Exception as e:  # a Spark job failed: say why in one line
+        msg = _spark_message(e)
+        if msg.startswith("null value in time column"):
+            from .runner import null_time_counts
+
+            counts = null_time_counts(spark, data, typed, args.time_col)
+            msg = f"{msg}: {counts} row(s) have no time; drop or fill them before running the query"
+        raise CetqlError(f"the Spark job failed: {msg}") from None
+
+
+def _cell(v) -> str:
+    from rich.markup import escape
+
+    if isinstance(v, list):
+        return escape("[" + ", ".join(str(x) for x in v) + "]")
+    return escape(str(v))
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -94,6 +190,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --param, every parameter must be bound (default: on)",
     )
     c.set_defaults(func=cmd_compile)
+
+    r = sub.add_parser("run", help="run a query on Spark")
+    r.add_argument("query_file", help="a .cet file, or - for standard input")
+    r.add_argument(
+        "--input",
+        action="append",
+        required=True,
+        metavar="[TYPE=]PATH",
+        help="CSV (with header), Parquet or JSON file or folder, or a table/view name; "
+        "Type=PATH binds an input to one event type (repeatable)",
+    )
+    r.add_argument("--param", action="append", metavar="NAME=VALUE", help="bind a query parameter (repeatable)")
+    r.add_argument("--time-col", default="ts", help="the time column: a timestamp or a number (default: ts)")
+    r.add_argument("--id-col", help="a column of event ids (default: ids derived from the input order)")
+    r.add_argument("--output", help="write the result here instead of printing it")
+    r.add_argument(
+        "--format", choices=["parquet", "csv", "json"], default="parquet", help="output format (default parquet)"
+    )
+    r.add_argument("--master", help="Spark master URL (default: the active session, else local[*])")
+    r.add_argument("--strategy", choices=["local", "distributed"], help="force a detection strategy")
+    r.add_argument("--trends", choices=["complete", "maximal", "all"], help="override the query's trend set")
+    r.add_argument("--with-rows", action="store_true", help="add the events' rows to each trend")
+    r.add_argument("--limit", type=int, default=20, help="rows to print without --output (default 20)")
+    r.set_defaults(func=cmd_run)
     return parser
 
 

@@ -85,3 +85,11 @@ def run(compiled, data, *, spark, params, time_col, id_col, strategy, trends, wi
         with_rows=with_rows,
         partitions=partitions,
     )
+
+
+def null_time_counts(spark, data, typed: dict, time_col: str) -> int:
+    """How many input rows have no time (for the error message)."""
+    from pyspark.sql import functions as F
+
+    sources = resolve_sources(spark, data, typed)
+    return sum(df.filter(F.col(time_col).isNull()).count() for df in sources.values())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 
 def get_spark(master: str | None = None, *, shuffle_partitions: int | None = None):
@@ -22,6 +23,8 @@ def get_spark(master: str | None = None, *, shuffle_partitions: int | None = Non
     if active is not None and master is None:
         return active
     cores = os.cpu_count() or 2
+    log4j = Path(__file__).with_name("log4j2.properties")
+    java_opts = f"-Dlog4j.configurationFile=file:{log4j} -Dlog4j2.configurationFile=file:{log4j}"
     builder = (
         SparkSession.builder.appName("cetql")
         .master(master or "local[*]")
@@ -30,6 +33,7 @@ def get_spark(master: str | None = None, *, shuffle_partitions: int | None = Non
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions or max(2, 2 * cores)))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.driver.memory", os.environ.get("CETQL_DRIVER_MEMORY", "4g"))
+        .config("spark.driver.extraJavaOptions", java_opts)
     )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -1,0 +1,146 @@
+"""Detection benchmarks D1 (kiting) and D2 (stock), end to end.
+
+Each run is `cetql run … --output DIR --format parquet` in a fresh process, so
+the time includes starting Spark; peak memory is the largest sum of resident
+set sizes over that process and all its children (the JVM, Python workers),
+sampled every 0.1 s.  Results go to bench/RESULTS.md.
+
+    python bench/run.py                 # D1 (1,000,000 events), D2 (100,000), both strategies
+    python bench/run.py --scale 0.1     # the same at a tenth of the size
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from generate import kiting, stock  # noqa: E402
+
+QUERIES = {
+    "D1": ("kiting", "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100 SLIDE 50", 1_000_000),
+    "D2": ("stock", "PATTERN Stock+ s[] WHERE [sym] AND s[i].price > s[i-1].price WITHIN 100 SLIDE 50", 100_000),
+}
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of `pid` and all its descendants."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+            ppid, pages = int(parts[1]), int(parts[21])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(d))
+        rss[int(d)] = pages * os.sysconf("SC_PAGE_SIZE")
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo += children.get(p, [])
+    return total
+
+
+def timed_run(args: list[str]) -> tuple[float, int, str]:
+    start = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak = 0
+    done = threading.Event()
+
+    def sample():
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _tree_rss(proc.pid))
+            time.sleep(0.1)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    out, _ = proc.communicate()
+    done.set()
+    t.join()
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"failed ({proc.returncode}): {' '.join(args)}\n{out}")
+    return elapsed, peak, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scale", type=float, default=1.0, help="fraction of the issue's sizes")
+    ap.add_argument("--only", choices=list(QUERIES), action="append")
+    ap.add_argument("--strategies", default="local,distributed")
+    ap.add_argument("--results", default=str(HERE / "RESULTS.md"))
+    a = ap.parse_args()
+    cetql = str(Path(sys.executable).with_name("cetql"))
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, (kind, query, n) in QUERIES.items():
+            if a.only and name not in a.only:
+                continue
+            n = int(n * a.scale)
+            data = Path(tmp) / f"{kind}.parquet"
+            pq.write_table((kiting if kind == "kiting" else stock)(n), data)
+            qfile = Path(tmp) / f"{name}.cet"
+            qfile.write_text(query)
+            for strategy in a.strategies.split(","):
+                out = Path(tmp) / f"{name}-{strategy}"
+                cmd = [cetql, "run", str(qfile), "--input", str(data), "--id-col", "id", "--output", str(out),
+                       "--format", "parquet", "--strategy", strategy]  # fmt: skip
+                elapsed, peak, _ = timed_run(cmd)
+                cets = pq.ParquetDataset(out).read(columns=["length"]).num_rows
+                rows.append((name, strategy, n, cets, elapsed, peak))
+                print(
+                    f"{name} {strategy:11s} n={n:,} CETs={cets:,} {elapsed:.1f}s peak={peak / 2**30:.2f} GiB",
+                    flush=True,
+                )
+    write_results(a.results, rows, a.scale)
+
+
+def write_results(path: str, rows, scale: float) -> None:
+    lines = [
+        "# Detection benchmarks",
+        "",
+        f"Run {dt.date.today()} on {platform.node()}: {os.cpu_count()} cores, "
+        f"{os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GiB, Python {platform.python_version()}; "
+        f"scale {scale}. Script: `python bench/run.py`.",
+        "",
+        "End to end (`cetql run … --output DIR --format parquet`, Spark start included, results written to Parquet, "
+        "nothing collected to the driver). Peak memory: largest RSS sum over the process tree.",
+        "",
+        "| query | strategy | events | CETs | seconds | events/s | CETs/s | peak RSS |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for name, strategy, n, cets, secs, peak in rows:
+        lines.append(
+            f"| {name} | {strategy} | {n:,} | {cets:,} | {secs:.1f} | {n / secs:,.0f} | {cets / secs:,.0f} | {peak / 2**30:.2f} GiB |"
+        )
+    by = {(r[0], r[1]): r[4] for r in rows}
+    ratios = [
+        f"- {name}: distributed / local = {by[(name, 'distributed')] / by[(name, 'local')]:.2f}"
+        for name in QUERIES
+        if (name, "local") in by and (name, "distributed") in by
+    ]
+    if ratios:
+        lines += ["", "Time ratios measured in the same run:", "", *ratios]
+    Path(path).write_text("\n".join(lines) + "\n")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,273 @@
+"""Detection on Spark, both strategies, against the brute-force reference.
+
+Spark jobs are slow to start, so each hypothesis example is a batch of random
+streams run as one job: the case id is one more equivalence attribute
+(`[case]` added to the query), and the reference runs per case on the query
+as written."""
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reference import reference_trends
+
+import cetql
+from cetql import ast as A
+
+SETTINGS = settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
+
+
+def _with_case(text: str) -> str:
+    q = cetql.parse(text)
+    case = A.Equivalence((A.Name("case"),))
+    where = case if q.where is None else A.And((case, q.where))
+    return cetql.to_text(
+        A.Query(**{**{f: getattr(q, f) for f in q.__dataclass_fields__ if f not in ("pos", "clauses")}, "where": where})
+    )
+
+
+def stream(max_events=9):
+    return st.lists(
+        st.fixed_dictionaries(
+            {
+                "ts": st.integers(0, 14),
+                "src": st.sampled_from("ABC"),
+                "dst": st.sampled_from("ABC"),
+                "price": st.none() | st.integers(0, 5),
+                "sym": st.sampled_from("xy"),
+                "kind": st.sampled_from("ab"),
+            }
+        ),
+        max_size=max_events,
+    )
+
+
+cases = st.lists(stream(), min_size=15, max_size=25)
+
+COLUMNS = "case int, id long, ts long, src string, dst string, price double, sym string, kind string"
+
+
+def _frame(spark, batch):
+    rows, per_case = [], []
+    next_id = 0
+    for c, evs in enumerate(batch):
+        evs = [dict(e, id=next_id + i) for i, e in enumerate(evs)]
+        next_id += len(evs)
+        per_case.append(evs)
+        rows += [
+            (
+                c,
+                e["id"],
+                e["ts"],
+                e["src"],
+                e["dst"],
+                None if e["price"] is None else float(e["price"]),
+                e["sym"],
+                e["kind"],
+            )
+            for e in evs
+        ]
+    return spark.createDataFrame(rows, COLUMNS), per_case
+
+
+def _spark_trends(df, text, params, strategy, trend_set):
+    out = cetql.compile(_with_case(text), params).run(df, id_col="id", strategy=strategy, trends=trend_set)
+    got: dict = {}
+    for r in out.collect():
+        got.setdefault(r["case"], set()).add((r["window_start"], tuple(r["events"])))
+        assert r["length"] == len(r["events"])
+    return got
+
+
+def _reference(text, per_case, params, trend_set):
+    want = {}
+    for c, evs in enumerate(per_case):
+        for (start, _end), trends in reference_trends(text, evs, params, trend_set).items():
+            for t in trends:
+                want.setdefault(c, set()).add((start, t))
+    return want
+
+
+KLEENE_QUERIES = [
+    ("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 6 SLIDE 3", {}),
+    ("PATTERN Stock+ s[] WHERE [sym] AND s[i].price > s[i-1].price WITHIN 5 SLIDE 2", {}),
+    ("PATTERN Stock+ s[] WHERE s[i].price > ratio * s[i-1].price AND s.kind = 'a' WITHIN 8", {"ratio": 0.5}),
+    ("PATTERN Stock+ s[] WHERE s.price <= NEXT(s).price + 1 AND s[i].sym != s[i-1].sym WITHIN 6 SLIDE 2", {}),
+    ("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst AND c[i].price >= c[i-1].price WITHIN 7 SLIDE 7", {}),
+    ("PATTERN E+ e[] WHERE e[i].price - e[i-1].price > 0 OR e[i].kind = 'b' WITHIN 6 SLIDE 3", {}),
+    ("PATTERN E+ e[] WITHIN 3 SLIDE 1", {}),
+]
+
+
+@pytest.mark.parametrize("text,params", KLEENE_QUERIES, ids=[q for q, _ in KLEENE_QUERIES])
+@pytest.mark.parametrize("trend_set", ["COMPLETE", "MAXIMAL", "ALL"])
+@SETTINGS
+@given(batch=cases)
+def test_kleene_both_strategies_equal_reference(spark, text, params, trend_set, batch):
+    df, per_case = _frame(spark, batch)
+    want = _reference(text, per_case, params, trend_set)
+    assert _spark_trends(df, text, params, "local", trend_set) == want
+    assert _spark_trends(df, text, params, "distributed", trend_set) == want
+
+
+SEQ_QUERIES = [
+    (
+        "PATTERN SEQ(Activity a, Activity+ b[]) WHERE b.price < NEXT(b).price AND a.price * 2 < b.price WITHIN 8 SLIDE 4",
+        {},
+    ),
+    ("PATTERN SEQ(Check a, Check+ b[], Check c) WHERE [sym] AND b[i].src = b[i-1].dst AND a.dst = c.src WITHIN 10", {}),
+    (
+        "PATTERN SEQ(Check a, Check? b, Check+ c[]) WHERE a.kind = 'a' AND c[i].price > c[i-1].price WITHIN 9 SLIDE 3",
+        {},
+    ),
+]
+
+
+@pytest.mark.parametrize("text,params", SEQ_QUERIES, ids=[q for q, _ in SEQ_QUERIES])
+@pytest.mark.parametrize("trend_set", ["COMPLETE", "MAXIMAL"])
+@SETTINGS
+@given(batch=st.lists(stream(max_events=7), min_size=15, max_size=25))
+def test_seq_patterns_equal_reference(spark, text, params, trend_set, batch):
+    df, per_case = _frame(spark, batch)
+    assert _spark_trends(df, text, params, "local", trend_set) == _reference(text, per_case, params, trend_set)
+
+
+# ------------------------------------------------------------------ worked examples
+
+
+def _events(spark, rows, schema):
+    return spark.createDataFrame(rows, schema)
+
+
+def test_semantics_worked_examples(spark):
+    df = _events(spark, [(1, 1, "A", "B"), (2, 2, "B", "C"), (3, 3, "B", "D"), (4, 4, "D", "E")],
+                 "id long, ts long, src string, dst string")  # fmt: skip
+    q = cetql.compile("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10")
+    for strategy in ("local", "distributed"):
+        assert sorted(tuple(r.events) for r in q.run(df, id_col="id", strategy=strategy).collect()) == [
+            (1, 2),
+            (1, 3, 4),
+        ]
+    prices = _events(spark, [(1, 1, 1.0), (2, 2, 2.0), (3, 3, 3.0)], "id long, ts long, price double")
+    q = "PATTERN S+ s[] WHERE s.price < NEXT(s).price WITHIN 10"
+    assert sorted(tuple(r.events) for r in spark.cet(q, prices, id_col="id").collect()) == [(1, 2, 3), (1, 3)]
+    got = spark.cet(q + " TRENDS MAXIMAL", prices, id_col="id", strategy="distributed").collect()
+    assert [tuple(r.events) for r in got] == [(1, 2, 3)]
+
+
+def test_abi_figure_2(spark):
+    # Three accounts, six checks; a stream consistent with ABI Fig. 2, whose
+    # CETs the paper lists: (c1,c2,c6), (c1,c3,c5,c6), (c1,c3,c4).  Q1 slides a
+    # week-long window by a day, so the six checks (seconds apart) fall in 7.
+    rows = [
+        (k + 1, dt.datetime(2024, 1, 1, 0, 0, k + 1), s, d, "not covered")
+        for k, (s, d) in enumerate(zip("ABBAAC", "BCABCA"))
+    ]
+    df = spark.createDataFrame(rows, "id long, ts timestamp, src string, dest string, type string")
+    q = cetql.compile((Path(__file__).parent.parent / "examples/queries/abi_q1_kiting.cet").read_text())
+    by_window: dict = {}
+    for r in q.run(df, id_col="id").collect():
+        by_window.setdefault(r.window_start, set()).add(tuple(r.events))
+    assert len(by_window) == 7
+    assert all(trends == {(1, 2, 6), (1, 3, 4), (1, 3, 5, 6)} for trends in by_window.values())
+
+
+def test_cet_table_1(spark):
+    # CET (SIGMOD'17) Table 1: c1 A→B, c2 B→C, c3 B→D, c4 D→E under Q1 gives
+    # (c1, c2) and (c1, c3, c4); (c4) alone is eliminated as incomplete.
+    rows = [(k + 1, k + 1, s, d, "notcovered") for k, (s, d) in enumerate(zip("ABBD", "BCDE"))]
+    df = _events(spark, rows, "id long, ts long, source string, destination string, type string")
+    text = "PATTERN Check+ c[] WHERE c.type = 'notcovered' AND c.destination = NEXT(c).source WITHIN 1 day"
+    got = sorted(tuple(r.events) for r in spark.cet(text, df, id_col="id").collect())
+    assert got == [(1, 2), (1, 3, 4)]
+
+
+def test_timestamp_windows_and_output_schema(spark):
+    t0 = dt.datetime(2026, 1, 1, 0, 0, 0)
+    rows = [(k, t0 + dt.timedelta(seconds=30 * k), float(p)) for k, p in enumerate([1, 2, 3, 1, 5])]
+    df = spark.createDataFrame(rows, "id long, ts timestamp, price double")
+    out = spark.cet("PATTERN S+ s[] WHERE s.price < NEXT(s).price WITHIN 1 minute SLIDE 30 s", df, id_col="id")
+    assert out.schema.simpleString() == (
+        "struct<window_start:timestamp,window_end:timestamp,events:array<bigint>,length:int>"
+    )
+    got = sorted((r.window_start, tuple(r.events)) for r in out.collect())
+    w = lambda s: t0 + dt.timedelta(seconds=s)  # noqa: E731
+    # windows [k*30s, k*30s + 60s): event k sits at 30k s
+    assert got == [
+        (w(-30), (0,)),
+        (w(0), (0, 1)),
+        (w(30), (1, 2)),
+        (w(60), (2,)),
+        (w(60), (3,)),
+        (w(90), (3, 4)),
+        (w(120), (4,)),
+    ]
+
+
+def test_rows_option_carries_the_events(spark):
+    df = _events(spark, [(1, 1, "A", "B"), (2, 2, "B", "C")], "id long, ts long, src string, dst string")
+    out = spark.cet("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10", df, id_col="id", with_rows=True)
+    (r,) = out.collect()
+    assert [x.src + x.dst for x in r.rows] == ["AB", "BC"]
+    (r,) = spark.cet(
+        "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10",
+        df,
+        id_col="id",
+        with_rows=True,
+        strategy="distributed",
+    ).collect()
+    assert [x.src + x.dst for x in r.rows] == ["AB", "BC"]
+
+
+def test_derived_ids_follow_input_order(spark):
+    df = _events(spark, [(1, "A", "B"), (2, "B", "C")], "ts long, src string, dst string").coalesce(1)
+    (r,) = spark.cet("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10", df).collect()
+    assert list(r.events) == [0, 1]
+
+
+def test_missing_column_is_named_before_spark_runs(spark):
+    df = _events(spark, [(1, 1, "A")], "id long, ts long, src string")
+    with pytest.raises(cetql.SchemaError, match=r"column 'dst' \(c\[i-1\]\.dst, 1:37\) is not in the input"):
+        spark.cet("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10", df)
+
+
+def test_null_time_fails_the_query(spark):
+    df = _events(spark, [(1, None, "A", "B"), (2, 2, "B", "C")], "id long, ts long, src string, dst string")
+    out = spark.cet("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10", df, id_col="id")
+    with pytest.raises(Exception, match="null value in time column 'ts'"):
+        out.collect()
+
+
+def test_nulls_make_predicates_false(spark):
+    df = _events(spark, [(1, 1, 1.0), (2, 2, None), (3, 3, 3.0)], "id long, ts long, price double")
+    got = sorted(tuple(r.events) for r in spark.cet("PATTERN S+ s[] WHERE s[i].price > s[i-1].price WITHIN 10", df,
+                                                    id_col="id").collect())  # fmt: skip
+    assert got == [(1, 3), (2,)]
+
+
+def test_typed_sources(spark):
+    a = _events(spark, [(1, 1, 5.0), (4, 4, 1.0)], "id long, ts long, x double")
+    b = _events(spark, [(2, 2, 1.0), (3, 3, 2.0)], "id long, ts long, x double")
+    out = spark.cet("PATTERN SEQ(A a, B+ b[]) WHERE b[i].x > b[i-1].x WITHIN 10", {"A": a, "B": b}, id_col="id")
+    # (1, 3) is complete (nothing can be prepended or appended) but not maximal
+    assert sorted(tuple(r.events) for r in out.collect()) == [(1, 2, 3), (1, 3)]
+    out = spark.cet(
+        "PATTERN SEQ(A a, B+ b[]) WHERE b[i].x > b[i-1].x WITHIN 10 TRENDS MAXIMAL", {"A": a, "B": b}, id_col="id"
+    )
+    assert sorted(tuple(r.events) for r in out.collect()) == [(1, 2, 3)]
+    with pytest.raises(cetql.CetqlError, match="type\\(s\\) C that the pattern does not use"):
+        spark.cet("PATTERN SEQ(A a, B+ b[]) WITHIN 10", {"A": a, "C": b})
+
+
+def test_aggregation_is_refused_clearly(spark):
+    df = _events(spark, [(1, 1)], "id long, ts long")
+    with pytest.raises(cetql.CetqlError, match="aggregation queries"):
+        spark.cet("RETURN COUNT(*) PATTERN A+ WITHIN 10", df)
+
+
+def test_distributed_refuses_seq_patterns(spark):
+    df = _events(spark, [(1, 1, 1.0)], "id long, ts long, rate double")
+    with pytest.raises(cetql.CetqlError, match="distributed strategy"):
+        spark.cet("PATTERN SEQ(Activity a, Activity+ b[]) WITHIN 10", df, strategy="distributed")
