@@ -131,7 +131,7 @@ def cmd_run(args) -> int:
                 if args.with_rows:
                     out = out.withColumn("rows", F.to_json("rows"))
             out.write.mode("overwrite").format(args.format).save(args.output)
-            total = spark.read.format(args.format).load(args.output).count() if args.format == "parquet" else None
+            total = _written_rows(args.output) if args.format == "parquet" else None
             what = f"{total:,} trends" if total is not None else "trends"
             console.print(f"wrote {what} to {args.output} ({args.format})")
             return 0
@@ -154,6 +154,16 @@ def cmd_run(args) -> int:
             counts = null_time_counts(spark, data, typed, args.time_col)
             msg = f"{msg}: {counts} row(s) have no time; drop or fill them before running the query"
         raise CetqlError(f"the Spark job failed: {msg}") from None
+
+
+def _written_rows(path: str) -> int | None:
+    """Rows written to a local Parquet folder, from the files' footers."""
+    try:
+        import pyarrow.parquet as pq
+
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in Path(path).glob("*.parquet"))
+    except Exception:
+        return None
 
 
 def _cell(v) -> str:

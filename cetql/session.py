@@ -25,6 +25,7 @@ def get_spark(master: str | None = None, *, shuffle_partitions: int | None = Non
     cores = os.cpu_count() or 2
     log4j = Path(__file__).with_name("log4j2.properties")
     java_opts = f"-Dlog4j.configurationFile=file:{log4j} -Dlog4j2.configurationFile=file:{log4j}"
+    java_opts += " " + os.environ.get("CETQL_JAVA_OPTS", "")
     builder = (
         SparkSession.builder.appName("cetql")
         .master(master or "local[*]")
@@ -32,6 +33,7 @@ def get_spark(master: str | None = None, *, shuffle_partitions: int | None = Non
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(shuffle_partitions or max(2, 2 * cores)))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
         .config("spark.driver.memory", os.environ.get("CETQL_DRIVER_MEMORY", "4g"))
         .config("spark.driver.extraJavaOptions", java_opts)
     )

@@ -116,13 +116,29 @@ def output_schema(cfg: DetectConfig, table_schema: pa.Schema) -> pa.Schema:
     return pa.schema(fields)
 
 
+def group_starts(table: pa.Table, group_cols: list[str]) -> list[int]:
+    """Row offsets where a new (window, keys) group begins (vectorised)."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    n = table.num_rows
+    if n == 0:
+        return []
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for c in group_cols:
+        col = table.column(c)
+        differs = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, n - 1)), True)
+        change[1:] |= np.asarray(differs.to_numpy(zero_copy_only=False), dtype=bool)
+    return np.flatnonzero(change).tolist()
+
+
 def process_table(cfg: DetectConfig, table: pa.Table, batch_rows: int = 65536) -> Iterator[pa.RecordBatch]:
     """Run the kernel over every complete group of a sorted table."""
     n = table.num_rows
     if n == 0:
         return
-    group_cols = [WINDOW, *cfg.keys]
-    keys = list(zip(*(table.column(c).to_pylist() for c in group_cols)))
+    starts = group_starts(table, [WINDOW, *cfg.keys])
     times = table.column(TIME).to_pylist()
     # Attribute columns keyed by the name predicates use.
     cols = {c: table.column(c).to_pylist() for c in _needed_columns(cfg)}
@@ -133,20 +149,16 @@ def process_table(cfg: DetectConfig, table: pa.Table, batch_rows: int = 65536) -
     out_group: list[int] = []  # row offset of each trend's group start (for keys)
     offsets = [0]
     values: list[int] = []  # row offsets of the trend's events
-    start = 0
-    for i in range(1, n + 1):
-        if i < n and keys[i] == keys[start]:
-            continue
-        g_times = times[start:i]
-        g_cols = {k: v[start:i] for k, v in cols.items()}
+    for start, end in zip(starts, [*starts[1:], n]):
+        g_times = times[start:end]
+        g_cols = {k: v[start:end] for k, v in cols.items()}
         for path in run_group(cfg, g_times, g_cols):
             out_group.append(start)
-            values.extend(start + p for p in path)
+            values.extend([start + p for p in path])
             offsets.append(len(values))
             if len(out_group) >= batch_rows:
                 yield _batch(cfg, table, schema, out_group, offsets, values)
                 out_group, offsets, values = [], [0], []
-        start = i
     if out_group:
         yield _batch(cfg, table, schema, out_group, offsets, values)
 
@@ -178,17 +190,13 @@ def map_partition(cfg: DetectConfig):
         for batch in batches:
             table = pa.Table.from_batches([batch])
             if carry is not None and carry.num_rows:
-                table = pa.concat_tables([carry, table])
+                table = pa.concat_tables([carry, table]).combine_chunks()
             if table.num_rows == 0:
                 continue
-            last = tuple(table.column(c)[table.num_rows - 1].as_py() for c in group_cols)
-            # rows of the last group (it may continue in the next batch)
-            cut = table.num_rows
-            key_lists = [table.column(c).to_pylist() for c in group_cols]
-            while cut > 0 and tuple(col[cut - 1] for col in key_lists) == last:
-                cut -= 1
-            done, carry = table.slice(0, cut), table.slice(cut)
-            yield from process_table(cfg, done)
+            cut = group_starts(table, group_cols)[-1]  # the last group may go on
+            if cut > 0:
+                yield from process_table(cfg, table.slice(0, cut))
+            carry = table.slice(cut)
         if carry is not None and carry.num_rows:
             yield from process_table(cfg, carry)
 

@@ -13,11 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cetql.errors import SchemaError, UsageError
 
-from .analyze import Window
 from .schema import NUMERIC, TIMESTAMP, from_spark
+
+if TYPE_CHECKING:
+    from .analyze import Window
 
 ID, TIME, TYPE, WINDOW = "__id", "__t", "__type", "__wk"
 MICROS = 1_000_000

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from cetql import ast as A
 from cetql.errors import QuerySemanticError
 
@@ -74,15 +72,14 @@ class Template:
 
     @property
     def fixed_length(self) -> bool:
-        """True for SEQ(E1, …, En) of single events (A-Seq's domain)."""
-        return (
-            not any(p.repeated for p in self.positions.values())
-            and len(self.start) == 1
-            and len(self.end) == 1
-            and nx.is_directed_acyclic_graph(self.graph())
-        )
+        """True for SEQ(E1, …, En) of single events (A-Seq's domain): no Kleene
+        part (the only source of cycles) and one START and one END."""
+        return not any(p.repeated for p in self.positions.values()) and len(self.start) == 1 and len(self.end) == 1
 
-    def graph(self) -> nx.DiGraph:
+    def graph(self):
+        """The template as a networkx DiGraph (states with type/var/role)."""
+        import networkx as nx
+
         g = nx.DiGraph()
         for name, p in self.positions.items():
             g.add_node(name, type=p.type, var=p.var, role=self.role(name), repeated=p.repeated)
