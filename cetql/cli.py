@@ -61,11 +61,38 @@ def cmd_compile(args) -> int:
         time_col=args.time_col,
         strategy=args.strategy,
     )
+    spark_plan = _spark_plan(compiled, args) if (args.explain and args.input and compiled.kind == "detection") else None
     if args.format == "json":
-        print(json.dumps(explain_data(compiled), indent=2))
+        data = explain_data(compiled)
+        if spark_plan:
+            data["spark_plan"] = spark_plan
+        print(json.dumps(data, indent=2))
     else:
-        render(compiled, Console(), explain=args.explain)
+        console = Console()
+        render(compiled, console, explain=args.explain)
+        if spark_plan:
+            from rich.markup import escape
+
+            console.print("[bold]spark plan[/] (physical, for --input):")
+            console.print(escape(spark_plan), soft_wrap=True)
     return 0
+
+
+def _spark_plan(compiled, args) -> str | None:
+    """The Spark physical plan of the local strategy (building the distributed
+    one would run its rounds)."""
+    import contextlib
+    import io
+
+    from .session import get_spark
+
+    if (args.strategy or compiled.plan.strategy) != "local":
+        return "(the distributed strategy plans one join per round while it runs; nothing to show before)"
+    df = compiled.run(args.input, spark=get_spark(), time_col=args.time_col, strategy="local")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        df.explain()
+    return buf.getvalue().strip()
 
 
 def _inputs(items: list[str]):

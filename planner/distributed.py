@@ -25,6 +25,7 @@ unioned into the result.
 
 from __future__ import annotations
 
+import warnings
 from functools import reduce
 
 from . import detect as D
@@ -144,7 +145,7 @@ def graphframes_degrees(prepared, ev):
     try:
         from graphframes import GraphFrame  # type: ignore
     except ImportError:
-        return None
+        return None  # not installed: the ABI pre-filter gives the same flags
     vid = F.concat_ws(":", F.col(WINDOW).cast("string"), F.col(ID).cast("string"))
     vertices = ev.select(vid.alias("id"))
     p, n = _prefixed(ev, "p_"), _prefixed(ev, "n_")
@@ -157,6 +158,11 @@ def graphframes_degrees(prepared, ev):
         ind, outd = g.inDegrees, g.outDegrees
         ind.limit(1).collect()  # fails here when the JVM package is missing
     except Exception:
+        warnings.warn(
+            "graphframes is installed but its JVM package is not on Spark's classpath; "
+            "using the ABI pre-filter instead (same results)",
+            stacklevel=2,
+        )
         return None
     out = ev.withColumn("__vid", vid)
     out = out.join(ind.withColumnRenamed("id", "__vid"), "__vid", "left").join(

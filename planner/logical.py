@@ -112,6 +112,13 @@ def plan(bound: Bound, preds: list[Predicate], strategy: str | None = None) -> L
                 "index": [f"{p.text}: {p.op} ({_COST.get(p.op, 'pairs')})" for p in edges] or "none",
                 "cross": [p.text for p in cross] or "none",
                 "strategy": chosen,
+                "prefilter": (
+                    "none (ALL trends start anywhere)"
+                    if bound.trend_set == "ALL"
+                    else "GraphFrames in/out degrees where its JVM package is present, else ABI Algorithm 3"
+                    if chosen == "distributed"
+                    else "in the kernel: sources and sinks of each group's DAG"
+                ),
             },
         )
     )

@@ -188,7 +188,10 @@ def _spark_output_schema(prepared: Prepared):
 def local(prepared: Prepared, partitions: int | None = None):
     df = prepared.df
     keys = [WINDOW, *prepared.cfg.keys]
-    df = df.repartition(partitions, *keys) if partitions else df.repartition(*keys)
+    # An explicit count: adaptive execution would otherwise coalesce small
+    # shuffles into fewer partitions than cores and leave the kernel on one.
+    partitions = partitions or int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    df = df.repartition(partitions, *keys)
     df = df.sortWithinPartitions(*keys, TIME, ID)
     return df.mapInArrow(D.map_partition(prepared.cfg), _spark_output_schema(prepared))
 

@@ -271,3 +271,81 @@ def test_distributed_refuses_seq_patterns(spark):
     df = _events(spark, [(1, 1, 1.0)], "id long, ts long, rate double")
     with pytest.raises(cetql.CetqlError, match="distributed strategy"):
         spark.cet("PATTERN SEQ(Activity a, Activity+ b[]) WITHIN 10", df, strategy="distributed")
+
+
+def test_graphframes_prefilter_gives_the_same_flags(spark):
+    pytest.importorskip("graphframes", reason="graphframes-py is not installed (optional extra: .[graphframes])")
+    from cetql.planner.distributed import graphframes_degrees, prefilter
+    from cetql.planner.physical import prepare
+
+    df = _events(spark, [(1, 1, "A", "B"), (2, 2, "B", "C"), (3, 3, "B", "D"), (4, 4, "D", "E")],
+                 "id long, ts long, src string, dst string")  # fmt: skip
+    q = cetql.compile("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10")
+    prep = prepare(q.bound, q.predicates, {None: df}, id_col="id")
+    flagged = graphframes_degrees(prep, prep.df)
+    if flagged is None:
+        pytest.skip("the GraphFrames JVM package is not on Spark's classpath (it cannot be downloaded here)")
+    cols = ["__wk", "__id", "__is_source", "__is_sink"]
+    assert sorted(flagged.select(cols).collect()) == sorted(prefilter(prep, prep.df).select(cols).collect())
+
+
+def test_table_and_view_inputs(spark):
+    df = _events(spark, [(1, 1, "A", "B"), (2, 2, "B", "C")], "id long, ts long, src string, dst string")
+    df.createOrReplaceTempView("checks_view")
+    out = cetql.compile("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10").run("checks_view", id_col="id")
+    assert [tuple(r.events) for r in out.collect()] == [(1, 2)]
+    with pytest.raises(cetql.CetqlError, match="neither a file nor a table or view"):
+        cetql.compile("PATTERN A+ WITHIN 10").run("no_such_view")
+
+
+def test_cli_run_prints_and_writes(spark, tmp_path, capsys):
+    from cetql.cli import main
+
+    csv = tmp_path / "checks.csv"
+    csv.write_text("id,ts,src,dst\n1,1,A,B\n2,2,B,C\n3,3,B,D\n4,4,D,E\n")
+    q = tmp_path / "q.cet"
+    q.write_text("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10")
+    assert main(["run", str(q), "--input", str(csv), "--id-col", "id"]) == 0
+    out = capsys.readouterr().out
+    assert "2 trends" in out and "[1, 3, 4]" in out
+    for fmt in ("parquet", "json", "csv"):
+        dest = tmp_path / f"out-{fmt}"
+        assert main(["run", str(q), "--input", str(csv), "--id-col", "id", "--output", str(dest), "--format", fmt]) == 0
+        back = (
+            sorted(r.events for r in spark.read.format(fmt).option("header", False).load(str(dest)).collect())
+            if fmt != "csv"
+            else None
+        )
+        if fmt == "parquet":
+            assert [list(x) for x in back] == [[1, 2], [1, 3, 4]]
+    assert "wrote 2 trends" in capsys.readouterr().out
+    # typed inputs and an unknown type
+    assert main(["run", str(q), "--input", f"Check={csv}", "--id-col", "id"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(q), "--input", f"Debit={csv}"]) == 2
+    assert "type(s) Debit that the pattern does not use" in capsys.readouterr().err
+
+
+def test_cli_null_time_is_counted(spark, tmp_path, capsys):
+    from cetql.cli import main
+
+    csv = tmp_path / "checks.csv"
+    csv.write_text("id,ts,src,dst\n1,,A,B\n2,2,B,C\n3,,B,D\n")
+    q = tmp_path / "q.cet"
+    q.write_text("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10")
+    assert main(["run", str(q), "--input", str(csv), "--id-col", "id"]) == 1
+    err = capsys.readouterr().err
+    assert "null value in time column 'ts': 2 row(s) have no time" in err
+    assert "Traceback" not in err
+
+
+def test_compile_explain_shows_the_spark_plan(spark, tmp_path, capsys):
+    from cetql.cli import main
+
+    csv = tmp_path / "checks.csv"
+    csv.write_text("id,ts,src,dst\n1,1,A,B\n")
+    q = tmp_path / "q.cet"
+    q.write_text("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10")
+    assert main(["compile", str(q), "--explain", "--input", str(csv)]) == 0
+    out = capsys.readouterr().out
+    assert "spark plan" in out and "MapInArrow" in out
