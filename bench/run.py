@@ -1,9 +1,10 @@
 """Detection benchmarks D1 (kiting) and D2 (stock), end to end.
 
 Each run is `cetql run … --output DIR --format parquet` in a fresh process, so
-the time includes starting Spark; peak memory is the largest sum of resident
-set sizes over that process and all its children (the JVM, Python workers),
-sampled every 0.1 s.  Results go to bench/RESULTS.md.
+the time includes starting Spark; peak memory is the largest sum of
+proportional set sizes (PSS: resident memory with shared pages split among
+the processes sharing them) over that process and all its children (the JVM,
+Python workers), sampled every 0.25 s.  Results go to bench/RESULTS.md.
 
     python bench/run.py                 # D1 (1,000,000 events), D2 (100,000), both strategies
     python bench/run.py --scale 0.1     # the same at a tenth of the size
@@ -34,25 +35,35 @@ QUERIES = {
 }
 
 
+def _memory(pid: int) -> int:
+    """Proportional set size of one process (shared pages split among their
+    users, so a sum over processes counts each page once); RSS if unknown."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 def _tree_rss(pid: int) -> int:
-    """Resident bytes of `pid` and all its descendants."""
+    """Memory (PSS) of `pid` and all its descendants."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open(f"/proc/{d}/stat") as f:
-                parts = f.read().rsplit(")", 1)[1].split()
-            ppid, pages = int(parts[1]), int(parts[21])
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             continue
         children.setdefault(ppid, []).append(int(d))
-        rss[int(d)] = pages * os.sysconf("SC_PAGE_SIZE")
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
-        total += rss.get(p, 0)
+        total += _memory(p)
         todo += children.get(p, [])
     return total
 
@@ -67,7 +78,7 @@ def timed_run(args: list[str]) -> tuple[float, int, str]:
         nonlocal peak
         while not done.is_set():
             peak = max(peak, _tree_rss(proc.pid))
-            time.sleep(0.1)
+            time.sleep(0.25)
 
     t = threading.Thread(target=sample, daemon=True)
     t.start()
@@ -121,9 +132,10 @@ def write_results(path: str, rows, scale: float) -> None:
         f"scale {scale}. Script: `python bench/run.py`.",
         "",
         "End to end (`cetql run … --output DIR --format parquet`, Spark start included, results written to Parquet, "
-        "nothing collected to the driver). Peak memory: largest RSS sum over the process tree.",
+        "nothing collected to the driver). Peak memory: largest sum of PSS (resident memory, shared pages counted once) "
+        "over the process tree, sampled every 0.25 s.",
         "",
-        "| query | strategy | events | CETs | seconds | events/s | CETs/s | peak RSS |",
+        "| query | strategy | events | CETs | seconds | events/s | CETs/s | peak memory |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for name, strategy, n, cets, secs, peak in rows:
