@@ -150,7 +150,9 @@ def write_results(path: str, rows, scale: float) -> None:
     ]
     if ratios:
         lines += ["", "Time ratios measured in the same run:", "", *ratios]
-    Path(path).write_text("\n".join(lines) + "\n")
+    old = Path(path).read_text() if Path(path).exists() else ""
+    keep = old[old.index("## Trend sets") :] if "## Trend sets" in old else ""  # written by trend_sets.py's run
+    Path(path).write_text("\n".join(lines) + "\n" + ("\n" + keep if keep else ""))
     print(f"wrote {path}")
 
 
