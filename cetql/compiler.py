@@ -47,13 +47,20 @@ class CompiledQuery:
         trends: str | None = None,
         with_rows: bool = False,
         partitions: int | None = None,
+        approx: bool = False,
+        exact: str = "decimal",
         **typed_sources,
     ):
         """Run the query on Spark; returns a lazy DataFrame.
 
         `data` is a DataFrame, a path (CSV/Parquet/JSON) or a table/view name
         for a single-type stream, or a dict {type name: DataFrame | path};
-        typed sources may also be given as keywords (`Check=df`)."""
+        typed sources may also be given as keywords (`Check=df`).
+
+        Aggregation queries: `approx=True` computes DOUBLE aggregates in
+        floating point (as the APPROX clause does); `exact="string"` returns
+        exact counts and sums as decimal strings of any length instead of
+        DECIMAL(38,0)."""
         from .runner import run
 
         return run(
@@ -68,6 +75,8 @@ class CompiledQuery:
             with_rows=with_rows,
             partitions=partitions,
             typed_sources=typed_sources,
+            approx=approx,
+            exact=exact,
         )
 
 

@@ -3,7 +3,9 @@ columns, and build the Spark plan (lazily: no job runs here)."""
 
 from __future__ import annotations
 
-from .errors import CetqlError, SchemaError, UsageError
+import dataclasses
+
+from .errors import SchemaError, UsageError
 from .planner import schema as S
 from .planner.analyze import AGGREGATION
 
@@ -41,7 +43,22 @@ def _merged_schema(sources: dict) -> S.Schema:
     return S.Schema(tuple(cols.values()))
 
 
-def run(compiled, data, *, spark, params, time_col, id_col, strategy, trends, with_rows, partitions, typed_sources):
+def run(
+    compiled,
+    data,
+    *,
+    spark,
+    params,
+    time_col,
+    id_col,
+    strategy,
+    trends,
+    with_rows,
+    partitions,
+    typed_sources,
+    approx=False,
+    exact="decimal",
+):
     from .compiler import compile
     from .planner.physical import detect
     from .session import get_spark
@@ -72,10 +89,16 @@ def run(compiled, data, *, spark, params, time_col, id_col, strategy, trends, wi
         if t not in TREND_SETS:
             raise UsageError(f"unknown trend set '{trends}'; expected complete, maximal or all")
         bound.trend_set = t
-    if bound.kind == AGGREGATION:
-        raise CetqlError("aggregation queries (AGG / RETURN) cannot run on Spark yet; `cetql compile` explains them")
     if id_col is not None and any(id_col not in df.columns for df in sources.values()):
         raise SchemaError(f"id column '{id_col}' is not in the input")
+    if bound.kind == AGGREGATION:
+        from .planner.aggregation import run as aggregate
+
+        if approx:
+            bound.query = dataclasses.replace(bound.query, approx=True)
+        if bound.trend_set == "MAXIMAL":
+            raise UsageError("aggregates are over ALL or COMPLETE trends, not MAXIMAL")
+        return aggregate(bound, checked.predicates, sources, id_col=id_col, exact=exact, partitions=partitions)
     return detect(
         bound,
         checked.predicates,

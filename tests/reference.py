@@ -158,7 +158,7 @@ def _bindings(p, seq, typed):
                 for b in combo:
                     for k, v in b.items():
                         merged.setdefault(k, []).extend(v if isinstance(v, list) else [v])
-                yield merged
+                yield merged  # "__neg" lists concatenate like any other
         return
     if isinstance(p, A.Seq):
         items = list(p.items)
@@ -178,33 +178,73 @@ def _nullable(p):
     return isinstance(p, A.Kleene) and p.op in "*?"
 
 
-def _seq_bindings(items, seq, typed):
+def _seq_bindings(items, seq, typed, before=None):
+    """`before`: the last event matched ahead of this point (for negations)."""
     if not items:
         if not seq:
             yield {}
         return
     head, rest = items[0], items[1:]
+    if isinstance(head, A.Negation):
+        # consumes nothing: N may not occur strictly between the neighbours
+        after = seq[0] if seq else None
+        for r in _seq_bindings(rest, seq, typed, before):
+            negs = list(r.get("__neg", []))
+            negs.append((head.sub, before, after))
+            yield {**r, "__neg": negs}
+        return
     if _nullable(head):
-        yield from _seq_bindings(rest, seq, typed)
+        yield from _seq_bindings(rest, seq, typed, before)
     for k in range(1, len(seq) + 1):
         for b in _bindings(head, seq[:k], typed):
-            for r in _seq_bindings(rest, seq[k:], typed):
-                if set(b) & set(r):
+            for r in _seq_bindings(rest, seq[k:], typed, seq[k - 1]):
+                if (set(b) & set(r)) - {"__neg"}:
                     continue
-                yield {**b, **r}
+                negs = b.get("__neg", []) + r.get("__neg", [])
+                merged = {**b, **r}
+                if negs:
+                    merged["__neg"] = negs
+                yield merged
 
 
 # ---------------------------------------------------------------- trends
 
 
-def is_trend(query, seq, params, typed=False) -> bool:
+def _applicable(pred, binding) -> bool:
+    """A conjunct applies once every variable it names is bound."""
+    names = {n.var for n in A.walk(pred) if isinstance(n, A.Attr)}
+    return all(_resolve(v, binding) in binding for v in names)
+
+
+def matches(pattern, query, seq, params, typed, window_events, outer=None):
+    """Bindings of `pattern` on `seq` under which every applicable predicate
+    holds (jointly with `outer`, the enclosing binding) and no negated
+    sub-pattern has a trend where it is forbidden."""
     if not seq or any(a["ts"] >= b["ts"] for a, b in zip(seq, seq[1:])):
-        return False
+        return
     preds = _conjuncts(query.where)
-    for binding in _bindings(query.pattern, tuple(seq), typed):
-        if all(predicate_holds(p, binding, params) for p in preds):
-            return True
+    for binding in _bindings(pattern, tuple(seq), typed):
+        negs = binding.pop("__neg", [])
+        full = {**(outer or {}), **binding}
+        if not all(predicate_holds(p, full, params) for p in preds if _applicable(p, full)):
+            continue
+        if all(not _negated_trend(n, lo, hi, query, params, typed, window_events, full) for n, lo, hi in negs):
+            yield binding
+
+
+def _negated_trend(sub, lo, hi, query, params, typed, window_events, outer) -> bool:
+    """Is there a trend of `sub` strictly after `lo` and before `hi` (None: the
+    window's edge), consistent with the enclosing binding?"""
+    inside = [e for e in window_events if (lo is None or e["ts"] > lo["ts"]) and (hi is None or e["ts"] < hi["ts"])]
+    for r in range(1, len(inside) + 1):
+        for combo in itertools.combinations(inside, r):
+            for _ in matches(sub, query, combo, params, typed, window_events, outer):
+                return True
     return False
+
+
+def is_trend(query, seq, params, typed=False, window_events=()) -> bool:
+    return next(matches(query.pattern, query, seq, params, typed, window_events), None) is not None
 
 
 def windows(query, events):
@@ -244,7 +284,7 @@ def reference_trends(text, events, params=None, trend_set=None, typed=False):
         trends = []
         for r in range(1, len(evs) + 1):
             for combo in itertools.combinations(evs, r):
-                if is_trend(query, combo, params, typed):
+                if is_trend(query, combo, params, typed, evs):
                     trends.append(combo)
         keep = set()
         for tr in trends:
@@ -253,13 +293,13 @@ def reference_trends(text, events, params=None, trend_set=None, typed=False):
             ok = True
             if trend_set in ("COMPLETE", "MAXIMAL"):
                 for e in others:
-                    if e["ts"] < tr[0]["ts"] and is_trend(query, (e, *tr), params, typed):
+                    if e["ts"] < tr[0]["ts"] and is_trend(query, (e, *tr), params, typed, evs):
                         ok = False
-                    elif e["ts"] > tr[-1]["ts"] and is_trend(query, (*tr, e), params, typed):
+                    elif e["ts"] > tr[-1]["ts"] and is_trend(query, (*tr, e), params, typed, evs):
                         ok = False
                     elif trend_set == "MAXIMAL" and tr[0]["ts"] < e["ts"] < tr[-1]["ts"]:
                         k = sum(1 for x in tr if x["ts"] < e["ts"])
-                        if is_trend(query, (*tr[:k], e, *tr[k:]), params, typed):
+                        if is_trend(query, (*tr[:k], e, *tr[k:]), params, typed, evs):
                             ok = False
                     if not ok:
                         break
@@ -268,3 +308,78 @@ def reference_trends(text, events, params=None, trend_set=None, typed=False):
         if keep:
             result[win] = keep
     return result
+
+
+# ---------------------------------------------------------------- aggregation
+
+
+def reference_aggregates(text, events, params=None, typed=True):
+    """{(window_start, group values): {aggregate text: value}} by enumerating
+    every trend (ALL, or COMPLETE when the query asks) and aggregating."""
+    from cetql.printer import aggregate_to_text
+
+    query = cetql.parse(text)
+    params = params or {}
+    _TYPE_NAMES.clear()
+    for n in A.walk(query.pattern):
+        if isinstance(n, A.EventPattern) and n.var:
+            _TYPE_NAMES.setdefault(n.type, n.var)
+    trend_set = query.trends or "ALL"
+    group_attrs = [c.name if isinstance(c, A.Name) else c.attr for c in query.group_by]
+    out = {}
+    for (start, _end), evs in windows(query, events).items():
+        evs = sorted(evs, key=lambda e: (e["ts"], e["id"]))
+        trends = []  # (events, binding)
+        for r in range(1, len(evs) + 1):
+            for combo in itertools.combinations(evs, r):
+                b = next(matches(query.pattern, query, combo, params, typed, evs), None)
+                if b is None:
+                    continue
+                if group_attrs and len({tuple(e.get(a) for a in group_attrs) for e in combo}) > 1:
+                    continue
+                trends.append((combo, b))
+        if trend_set == "COMPLETE":
+            kept = []
+            for combo, b in trends:
+                ids = {e["id"] for e in combo}
+                extendable = any(
+                    (e["ts"] < combo[0]["ts"] and is_trend(query, (e, *combo), params, typed, evs))
+                    or (e["ts"] > combo[-1]["ts"] and is_trend(query, (*combo, e), params, typed, evs))
+                    for e in evs
+                    if e["id"] not in ids
+                )
+                if not extendable:
+                    kept.append((combo, b))
+            trends = kept
+        groups: dict = {}
+        for combo, b in trends:
+            key = tuple(combo[0].get(a) for a in group_attrs)
+            groups.setdefault(key, []).append(b)
+        for key, bindings in groups.items():
+            row = {}
+            for agg in query.aggregates:
+                name = aggregate_to_text(agg)
+                if agg.arg is None:
+                    row[name] = len(bindings)
+                    continue
+                var = agg.arg.name if isinstance(agg.arg, A.Name) else agg.arg.var
+                var = _resolve(var, bindings[0])
+                occurrences = []
+                for b in bindings:
+                    v = b.get(var, [])
+                    occurrences += v if isinstance(v, list) else [v]
+                if agg.func == "COUNT":
+                    row[name] = len(occurrences)
+                    continue
+                values = [e.get(agg.arg.attr) for e in occurrences]
+                values = [v for v in values if v is not None]
+                if agg.func == "SUM":
+                    row[name] = sum(values)
+                elif agg.func == "MIN":
+                    row[name] = min(values) if values else None
+                elif agg.func == "MAX":
+                    row[name] = max(values) if values else None
+                else:
+                    row[name] = sum(values) / len(values) if values else None
+            out[(start, key)] = row
+    return out
