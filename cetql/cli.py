@@ -117,6 +117,8 @@ def _inputs(items: list[str]):
 
 def _spark_message(e: Exception) -> str:
     text = str(e).strip()
+    if "AggregateOverflow:" in text:
+        return text[text.index("AggregateOverflow:") + len("AggregateOverflow:") :].strip().splitlines()[0]
     for marker in ("null value in time column",):
         if marker in text:
             start = text.index(marker)
@@ -147,6 +149,8 @@ def cmd_run(args) -> int:
             strategy=args.strategy,
             trends=args.trends,
             with_rows=args.with_rows,
+            approx=args.approx,
+            exact=args.exact,
             **typed,
         )
         if args.output:
@@ -159,12 +163,14 @@ def cmd_run(args) -> int:
                     out = out.withColumn("rows", F.to_json("rows"))
             out.write.mode("overwrite").format(args.format).save(args.output)
             total = _written_rows(args.output) if args.format == "parquet" else None
-            what = f"{total:,} trends" if total is not None else "trends"
+            noun = "trends" if compiled.kind == "detection" else "rows"
+            what = f"{total:,} {noun}" if total is not None else noun
             console.print(f"wrote {what} to {args.output} ({args.format})")
             return 0
         rows = df.limit(args.limit).collect()
         total = df.count()
-        table = Table(title=f"{total:,} trends" + (f" (first {len(rows)})" if total > len(rows) else ""))
+        noun = "trends" if compiled.kind == "detection" else "rows"
+        table = Table(title=f"{total:,} {noun}" + (f" (first {len(rows)})" if total > len(rows) else ""))
         for name in df.columns:
             table.add_column(name, overflow="fold")
         for r in rows:
@@ -250,6 +256,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--trends", choices=["complete", "maximal", "all"], help="override the query's trend set")
     r.add_argument("--with-rows", action="store_true", help="add the events' rows to each trend")
     r.add_argument("--limit", type=int, default=20, help="rows to print without --output (default 20)")
+    r.add_argument(
+        "--approx",
+        action="store_true",
+        help="aggregates in floating point (DOUBLE), as the query clause APPROX asks; faster, not exact",
+    )
+    r.add_argument(
+        "--exact",
+        choices=["decimal", "string"],
+        default="decimal",
+        help="exact counts and sums as DECIMAL(38,0) (default; a larger value is an error) or as decimal strings of any length",
+    )
     r.set_defaults(func=cmd_run)
     return parser
 

@@ -63,6 +63,8 @@ class AggConfig:
     params: dict
     attrs: list[str]
     window_desc: tuple  # (kind, length, slide) for messages
+    algorithm: str = "GRETA"  # or "A-Seq" (prefix counters)
+    output_names: list[str] = field(default_factory=list)  # GROUP-BY attributes as the user wrote them
 
 
 # ---------------------------------------------------------------- worker side
@@ -135,7 +137,7 @@ def _final_value(cfg: AggConfig, k: int, value, wk, group) -> object:
         where = f"window [{start}, {start + length})" + (
             " (microseconds since the epoch)" if kind == "timestamp" else ""
         )
-        grp = ", ".join(f"{k}={v!r}" for k, v in zip(cfg.output_keys, group)) or "the whole window"
+        grp = ", ".join(f"{k}={v!r}" for k, v in zip(cfg.output_names, group)) or "the whole window"
         raise AggregateOverflow(
             f"{name} = {str(value)[:12]}… ({len(str(abs(value)))} digits) in {where}, group {grp}, does not fit "
             "DECIMAL(38,0); ask for approximate results (APPROX / --approx) or every digit as a string (--exact string)"
@@ -177,6 +179,10 @@ def process_table(cfg: AggConfig, table: pa.Table) -> Iterator[pa.RecordBatch]:
     for start, end in zip(starts, [*starts[1:], n]):
         totals = None
         for rows in _subpartitions(cfg, cols, start, end):
+            if cfg.algorithm == "A-Seq":
+                got = [_aseq(cfg.template, cols, rows, [times[r] for r in rows], cfg.approx)]
+                totals = got if totals is None else _combine(cfg, totals, got)
+                continue
             t = _build(cfg.template, cols, rows, cfg.params)
             targets = []
             for func, var, vcol, _name in cfg.targets:
@@ -191,6 +197,47 @@ def process_table(cfg: AggConfig, table: pa.Table) -> Iterator[pa.RecordBatch]:
         for i, v in enumerate(row):
             rows_out[i].append(v)
     yield pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(rows_out, schema)], schema=schema)
+
+
+def _aseq(tc: TemplateConfig, cols, rows, times, approx):
+    """COUNT(*) of a fixed-length SEQ by A-Seq's prefix counters."""
+    from .aseq import count
+
+    order = _chain(tc)
+    masks = {s: [cols[c][r] is True for r in rows] for s, c in tc.states.items()}
+    states = [masks[s].__getitem__ for s in order]
+    negations = []
+    for sub, prev, _follow in tc.negatives:
+        ((_s, col),) = sub.states.items()
+        m = [cols[col][r] is True for r in rows]
+        k = order.index(prev[0]) + 1 if prev else 0
+        negations.append((k, m.__getitem__))
+    return count(states, negations, times, approx)
+
+
+def _chain(tc: TemplateConfig) -> list[str]:
+    """The states of a fixed-length SEQ, first to last."""
+    nxt = {p: q for (p, q) in tc.edges}
+    order = [tc.start[0]]
+    while order[-1] in nxt:
+        order.append(nxt[order[-1]])
+    return order
+
+
+def aseq_applies(bound, preds) -> bool:
+    """A-Seq's domain: COUNT(*) of a fixed-length SEQ over all trends, with
+    no predicate between events (equivalence partitions) and negations of
+    single events."""
+    from .classify import CROSS, EDGE
+
+    t = bound.template
+    return (
+        t.fixed_length
+        and bound.trend_set == "ALL"
+        and all(a.func == "COUNT" and a.arg is None for a in bound.aggregates)
+        and not any(p.kind in (EDGE, CROSS) for p in preds)
+        and all(len(n.template.positions) == 1 and not n.template.negatives for n in t.negatives)
+    )
 
 
 def _combine(cfg: AggConfig, a: list, b: list) -> list:
@@ -395,6 +442,8 @@ def prepare(bound, preds, sources, *, id_col=None, exact="decimal"):
         params=dict(params),
         attrs=sorted(attrs),
         window_desc=(axis.kind, _num(axis.length), _num(axis.slide)),
+        algorithm="A-Seq" if aseq_applies(bound, preds) else "GRETA",
+        output_names=group_out,
     )
     return ev.select(*dict.fromkeys(keep)), cfg, group_out, axis
 

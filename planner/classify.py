@@ -178,6 +178,24 @@ def _side(e: A.Expr, role_of) -> set[str]:
     return {role_of(r) for r in refs(e)}
 
 
+def _always_adjacent(bound: Bound, a: str, b: str) -> bool:
+    """a → b is a transition and no longer path leads from a to b: whenever
+    both are in a trend they are consecutive (SEQ(A, B?, C): A, C are not)."""
+    t = bound.template
+    if not t.adjacent(a, b):
+        return False
+    seen, todo = set(), [q for (p, q) in t.transitions if p == a and q != b]
+    while todo:
+        x = todo.pop()
+        if x == b:
+            return False
+        if x in seen:
+            continue
+        seen.add(x)
+        todo += [q for (p, q) in t.transitions if p == x]
+    return True
+
+
 def _edge(bound: Bound, e: A.Expr, prev_var: str, next_var: str, role_of, scope: str) -> Predicate:
     variables = tuple(dict.fromkeys([prev_var, next_var]))
     roles = {(r.var, r.index): role_of(r) for r in refs(e)}
@@ -274,7 +292,7 @@ def classify_one(bound: Bound, e: A.Expr) -> Predicate:
         # order the two variables as they occur in a trend
         if bound.template.adjacent(b, a) and not bound.template.adjacent(a, b):
             a, b = b, a
-        adjacent = bound.template.adjacent(a, b) and not pa.repeated and not pb.repeated
+        adjacent = _always_adjacent(bound, a, b) and not pa.repeated and not pb.repeated
         role_of = lambda r: "prev" if bound.resolve(r.var) == a else "next"  # noqa: E731
         if adjacent:
             return _edge(bound, e, a, b, role_of, ADJACENT)

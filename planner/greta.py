@@ -344,7 +344,7 @@ def _propagate(t: Template, times: Sequence, m: _Monoid, on_node, on_end, comple
                 if not (complete and has_succ.get(node)):
                     on_end(node, v)
         for node, v in zip(step, values):
-            for (p, q), idx in indexes.items():
+            for (p, _q), idx in indexes.items():
                 if p == node[1]:
                     idx.insert(node, v)
 
@@ -385,7 +385,7 @@ def _degrees(t: Template, times: Sequence) -> tuple[dict, dict]:
                 m.add(acc, indexes[key].query(node))
             has_succ[node] = acc[0] > 0
         for node in step:
-            for (p, q), idx in indexes.items():
+            for (_p, q), idx in indexes.items():
                 if q == node[1]:
                     idx.insert(node, [1])
     return has_pred, has_succ

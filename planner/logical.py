@@ -75,11 +75,18 @@ def plan(bound: Bound, preds: list[Predicate], strategy: str | None = None) -> L
         Step("Partition", {"keys": partition_keys(bound, preds) or "none (one partition per window)"}),
     ]
     if bound.kind == AGGREGATION:
-        algo = "A-Seq" if bound.template.fixed_length and not cross else "GRETA"
+        from .aggregation import aseq_applies
+
+        algo = "A-Seq" if aseq_applies(bound, preds) else "GRETA"
         why = (
-            "fixed-length SEQ of single events: prefix counters (A-Seq)"
+            "COUNT(*) of a fixed-length SEQ with no predicate between events: one prefix counter per prefix (A-Seq)"
             if algo == "A-Seq"
-            else "Kleene or nested pattern: propagate aggregates along the template (GRETA)"
+            else "propagate aggregates along the template from predecessors (GRETA): "
+            + (
+                "Kleene or nested pattern"
+                if not bound.template.fixed_length
+                else "predicates between events or other aggregates"
+            )
         )
         costs = [f"{p.text}: {_COST.get(p.op, 'O(n^2) vectorised scan')}" for p in edges + cross]
         steps.append(

@@ -9,14 +9,16 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from reference import reference_trends
 
 import cetql
 from cetql import ast as A
 
-SETTINGS = settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
+SETTINGS = settings(
+    max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate]
+)  # shrinking re-runs Spark jobs for minutes; a failing batch is printed whole
 
 
 def _with_case(text: str) -> str:

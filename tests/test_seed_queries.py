@@ -149,10 +149,13 @@ def test_star_and_optional_are_sugar():
 
 
 def test_aseq_queries_are_fixed_length_and_use_aseq():
-    for name in ("aseq_security.cet", "aseq_ecommerce.cet", "aseq_fig4_prefix.cet", "aseq_fig7_negation.cet"):
+    for name in ("aseq_ecommerce.cet", "aseq_fig4_prefix.cet", "aseq_fig7_negation.cet"):
         _, c = preds(name)
         assert c.kind == "aggregation", name
         assert c.plan.strategy == "A-Seq", name
+    # a predicate between two events needs each event's value: GRETA, not prefix counters
+    _, c = preds("aseq_security.cet")
+    assert c.plan.strategy == "GRETA" and "predicates between events" in c.plan.strategy_reason
     p, c = preds("aseq_ecommerce.cet")
     # Kindle.userId = KindleCase.userId = Stylus.userId links every variable
     assert {x.kind for x in p.values()} == {"equivalence"}
@@ -188,3 +191,14 @@ def test_keywords_may_name_attributes_and_some_variables():
     assert where[0] == A.Compare((">",), (A.Attr("group", "count"), A.Attr("count", "within")))
     assert where[2] == A.Compare((">",), (A.Attr("count", "x"), A.Attr("group", "y")))
     assert q.group_by == (A.Attr("group", "pattern"),)
+
+
+def test_variables_are_adjacent_only_if_nothing_can_come_between(spark):
+    c = cetql.compile("PATTERN SEQ(A a, B? b, C c) WHERE a.k = c.k AND a.x < b.x WITHIN 10")
+    p = {x.text: x for x in c.predicates}
+    assert p["a.k = c.k"].label == "cross/equal/across"  # b may stand between them
+    assert p["a.x < b.x"].label == "edge/range/adjacent"
+    with pytest.raises(cetql.QuerySemanticError, match="relates variables that are not adjacent"):
+        cetql.compile("RETURN COUNT(*) PATTERN SEQ(A a, B? b, C c) WHERE a.k = c.k WITHIN 10").run(
+            spark.createDataFrame([(1, 1, "u")], "id long, ts long, k string")
+        )
