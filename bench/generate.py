@@ -3,9 +3,14 @@
     python bench/generate.py kiting N OUT.parquet [--seed S]
     python bench/generate.py stock  N OUT.parquet [--seed S]
 
+    python bench/generate.py cluster JOBS OUT_DIR [--seed S]
+
 kiting: ts, id, src, dst — one check per time unit between 50 accounts.
 stock:  ts, id, sym, price — one tick per time unit for 10 symbols, each a
         random walk (the column `id` is the event id; `sym` the stock).
+cluster: GRETA's cluster-monitoring stream — per job and mapper a Start, a run
+        of Measurements (ts, job, mapper, load, cpu) every 2-6 s, an End;
+        written as start.csv, measurement.csv and end.csv in OUT_DIR.
 """
 
 from __future__ import annotations
@@ -52,13 +57,53 @@ def stock(n: int, seed: int = 1, symbols: int = 10) -> pa.Table:
     )
 
 
+def cluster(jobs: int, seed: int = 1, mappers: int = 4) -> dict[str, pa.Table]:
+    import datetime as dt
+
+    rng = np.random.default_rng(seed)
+    t0 = dt.datetime(2026, 1, 1)
+    rows: dict[str, list[dict]] = {"start": [], "measurement": [], "end": []}
+    for j in range(jobs):
+        begin = float(rng.uniform(0, 600))
+        for m in range(mappers):
+            t = begin + float(rng.uniform(0, 5))
+            key = {"job": f"job{j:03d}", "mapper": f"m{m}"}
+            rows["start"].append({"ts": t0 + dt.timedelta(seconds=round(t, 3)), **key})
+            load = float(rng.uniform(0.1, 0.5))
+            for _ in range(int(rng.integers(3, 12))):
+                t += float(rng.uniform(2, 6))
+                load = max(0.0, load + float(rng.normal(0.05, 0.1)))
+                rows["measurement"].append(
+                    {
+                        "ts": t0 + dt.timedelta(seconds=round(t, 3)),
+                        **key,
+                        "load": round(load, 3),
+                        "cpu": int(rng.integers(1, 100)),
+                    }  # fmt: skip
+                )
+            t += float(rng.uniform(1, 5))
+            rows["end"].append({"ts": t0 + dt.timedelta(seconds=round(t, 3)), **key})
+    return {name: pa.Table.from_pylist(sorted(r, key=lambda x: x["ts"])) for name, r in rows.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=["kiting", "stock"])
+    ap.add_argument("kind", choices=["kiting", "stock", "cluster"])
     ap.add_argument("n", type=int)
     ap.add_argument("out")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
+    if a.kind == "cluster":
+        from pathlib import Path
+
+        import pyarrow.csv as pc
+
+        out = Path(a.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, table in cluster(a.n, a.seed).items():
+            pc.write_csv(table, out / f"{name}.csv")
+        print(f"wrote a cluster stream of {a.n} jobs to {out}/start.csv, measurement.csv, end.csv")
+        return
     table = (kiting if a.kind == "kiting" else stock)(a.n, a.seed)
     if a.out.endswith(".csv"):
         import pyarrow.csv as pc

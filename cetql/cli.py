@@ -151,6 +151,7 @@ def cmd_run(args) -> int:
             with_rows=args.with_rows,
             approx=args.approx,
             exact=args.exact,
+            kernel=args.kernel,
             **typed,
         )
         if args.output:
@@ -167,7 +168,7 @@ def cmd_run(args) -> int:
             what = f"{total:,} {noun}" if total is not None else noun
             console.print(f"wrote {what} to {args.output} ({args.format})")
             return 0
-        rows = df.limit(args.limit).collect()
+        rows = df.orderBy(*df.columns[:2]).limit(args.limit).collect()  # top-k, not a full sort
         total = df.count()
         noun = "trends" if compiled.kind == "detection" else "rows"
         table = Table(title=f"{total:,} {noun}" + (f" (first {len(rows)})" if total > len(rows) else ""))
@@ -266,6 +267,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["decimal", "string"],
         default="decimal",
         help="exact counts and sums as DECIMAL(38,0) (default; a larger value is an error) or as decimal strings of any length",
+    )
+    r.add_argument(
+        "--kernel",
+        choices=["index", "scan"],
+        default="index",
+        help="aggregation: the attribute index (default, O(n log n)) or GRETA's O(n^2) predecessor scan, for comparison",
     )
     r.set_defaults(func=cmd_run)
     return parser

@@ -49,6 +49,7 @@ class CompiledQuery:
         partitions: int | None = None,
         approx: bool = False,
         exact: str = "decimal",
+        kernel: str = "index",
         **typed_sources,
     ):
         """Run the query on Spark; returns a lazy DataFrame.
@@ -60,7 +61,8 @@ class CompiledQuery:
         Aggregation queries: `approx=True` computes DOUBLE aggregates in
         floating point (as the APPROX clause does); `exact="string"` returns
         exact counts and sums as decimal strings of any length instead of
-        DECIMAL(38,0)."""
+        DECIMAL(38,0).  `kernel="scan"` replaces the attribute index by
+        GRETA's O(n²) predecessor scan (for comparisons only)."""
         from .runner import run
 
         return run(
@@ -77,6 +79,7 @@ class CompiledQuery:
             typed_sources=typed_sources,
             approx=approx,
             exact=exact,
+            kernel=kernel,
         )
 
 

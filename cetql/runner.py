@@ -58,6 +58,7 @@ def run(
     typed_sources,
     approx=False,
     exact="decimal",
+    kernel="index",
 ):
     from .compiler import compile
     from .planner.physical import detect
@@ -98,7 +99,9 @@ def run(
             bound.query = dataclasses.replace(bound.query, approx=True)
         if bound.trend_set == "MAXIMAL":
             raise UsageError("aggregates are over ALL or COMPLETE trends, not MAXIMAL")
-        return aggregate(bound, checked.predicates, sources, id_col=id_col, exact=exact, partitions=partitions)
+        return aggregate(
+            bound, checked.predicates, sources, id_col=id_col, exact=exact, partitions=partitions, kernel=kernel
+        )
     return detect(
         bound,
         checked.predicates,

@@ -56,7 +56,7 @@ class AggConfig:
     value_kinds: list[str]  # per target: "int", "decimal:<scale>", "double", "other"
     group_keys: list[str]  # internal columns after WINDOW (GROUP-BY and shared equivalence keys)
     output_keys: list[str]  # which of group_keys are output (GROUP-BY)
-    subkeys: list[str]  # columns of variable-specific equivalence keys
+    subkeys: list[str]  # columns of variable-specific equivalence keys (null: the event is not that variable's)
     complete: bool
     approx: bool
     exact: str  # "decimal" or "string"
@@ -65,6 +65,8 @@ class AggConfig:
     window_desc: tuple  # (kind, length, slide) for messages
     algorithm: str = "GRETA"  # or "A-Seq" (prefix counters)
     output_names: list[str] = field(default_factory=list)  # GROUP-BY attributes as the user wrote them
+    kernel: str = "index"  # "scan": GRETA's O(n²) predecessor scan, for comparison
+    shared_subkeys: list[str] = field(default_factory=list)  # equivalence attributes of every event, not grouped
 
 
 # ---------------------------------------------------------------- worker side
@@ -100,22 +102,35 @@ def _build(tc: TemplateConfig, cols: dict[str, list], rows: list[int], params) -
 
 
 def _subpartitions(cfg: AggConfig, cols, start: int, end: int) -> list[list[int]]:
-    """Rows of each equivalence sub-partition: events of a state with a
-    variable-specific key go to the partition of their key; other events to
-    every partition."""
-    if not cfg.subkeys:
+    """Rows of each equivalence sub-partition of a group.  Equivalence
+    attributes of every event split the group (a null one: the event is in no
+    trend); a variable-specific one ([P.vehicle]) splits that variable's events,
+    the other events belonging to every part."""
+    if not cfg.subkeys and not cfg.shared_subkeys:
         return [list(range(start, end))]
-    keyed: dict[tuple, list[int]] = {}
-    shared: list[int] = []
+    by_shared: dict[tuple, list[int]] = {}
     for r in range(start, end):
-        key = tuple(cols[c][r] for c in cfg.subkeys)
-        if all(k is None for k in key):
-            shared.append(r)
-        elif any(k is None for k in key):
-            continue  # a null key: in no trend
-        else:
-            keyed.setdefault(key, []).append(r)
-    return [sorted(rows + shared) for rows in keyed.values()] or [shared]
+        key = tuple(cols[c][r] for c in cfg.shared_subkeys)
+        if any(k is None for k in key):
+            continue
+        by_shared.setdefault(key, []).append(r)
+    parts = []
+    for rows_in in by_shared.values():
+        if not cfg.subkeys:
+            parts.append(rows_in)
+            continue
+        keyed: dict[tuple, list[int]] = {}
+        shared: list[int] = []
+        for r in rows_in:
+            key = tuple(cols[c][r] for c in cfg.subkeys)
+            if all(k is None for k in key):
+                shared.append(r)
+            elif any(k is None for k in key):
+                continue  # a null key: in no trend
+            else:
+                keyed.setdefault(key, []).append(r)
+        parts += [sorted(rows + shared) for rows in keyed.values()] or [shared]
+    return parts or [[]]
 
 
 def _final_value(cfg: AggConfig, k: int, value, wk, group) -> object:
@@ -167,7 +182,7 @@ def process_table(cfg: AggConfig, table: pa.Table) -> Iterator[pa.RecordBatch]:
         return
     starts = group_starts(table, [WINDOW, *cfg.group_keys])
     names = set(_columns(cfg.template)) | {VALUE.format(k) for k in range(len(cfg.targets))}
-    names |= set(cfg.subkeys) | {ATTR.format(a) for a in cfg.attrs}
+    names |= set(cfg.subkeys) | set(cfg.shared_subkeys) | {ATTR.format(a) for a in cfg.attrs}
     cols = {c: table.column(c).to_pylist() for c in names if c in table.column_names}
     for a in cfg.attrs:
         cols[a] = cols[ATTR.format(a)]
@@ -179,6 +194,12 @@ def process_table(cfg: AggConfig, table: pa.Table) -> Iterator[pa.RecordBatch]:
     for start, end in zip(starts, [*starts[1:], n]):
         totals = None
         for rows in _subpartitions(cfg, cols, start, end):
+            if _scalar_count(cfg):
+                t = _build(cfg.template, cols, rows, cfg.params)
+                ((edge,),) = [list(t.edges.values())]
+                got = [G.kleene_count([times[r] for r in rows], edge, cfg.approx, cfg.kernel)]
+                totals = got if totals is None else _combine(cfg, totals, got)
+                continue
             if cfg.algorithm == "A-Seq":
                 got = [_aseq(cfg.template, cols, rows, [times[r] for r in rows], cfg.approx)]
                 totals = got if totals is None else _combine(cfg, totals, got)
@@ -197,6 +218,21 @@ def process_table(cfg: AggConfig, table: pa.Table) -> Iterator[pa.RecordBatch]:
         for i, v in enumerate(row):
             rows_out[i].append(v)
     yield pa.RecordBatch.from_arrays([pa.array(c, type=f.type) for c, f in zip(rows_out, schema)], schema=schema)
+
+
+def _scalar_count(cfg: AggConfig) -> bool:
+    """COUNT(*) of all trends of `E+` with at most one equal or range
+    predicate: greta.kleene_count with plain numbers."""
+    tc = cfg.template
+    if cfg.complete or tc.negatives or len(tc.states) != 1 or [t[0] for t in cfg.targets] != ["COUNT"]:
+        return False
+    if cfg.targets[0][1] is not None:
+        return False
+    (state,) = tc.states
+    if set(tc.edges) != {(state, state)} or tc.start != [state] or tc.end != [state]:
+        return False
+    spec = tc.edges[(state, state)]
+    return not spec["others"] and len(spec["equal"]) + len(spec["ranges"]) <= 1
 
 
 def _aseq(tc: TemplateConfig, cols, rows, times, approx):
@@ -311,7 +347,7 @@ def _edge_specs(preds, template, bound, to_col, extra_cols, python_attrs):
     return specs
 
 
-def prepare(bound, preds, sources, *, id_col=None, exact="decimal"):
+def prepare(bound, preds, sources, *, id_col=None, exact="decimal", kernel="index"):
     from pyspark.sql import functions as F
 
     from .classify import CROSS, EDGE, EQUIVALENCE, VERTEX
@@ -352,7 +388,8 @@ def prepare(bound, preds, sources, *, id_col=None, exact="decimal"):
             else:
                 specific += list(p.keys)
     group_out = [attr for _, attr in bound.group_by]
-    group_keys = list(dict.fromkeys(group_out + shared))
+    group_keys = list(dict.fromkeys(group_out))
+    shared_sub = [a for a in dict.fromkeys(shared) if a not in group_keys]
 
     extra: dict[str, object] = {}
     attrs: set[str] = set()
@@ -382,6 +419,11 @@ def prepare(bound, preds, sources, *, id_col=None, exact="decimal"):
         if p.kind == VERTEX and not p.variables:
             ev = ev.filter(to_col(p.expr))
 
+    shared_cols = []
+    for n, attr in enumerate(shared_sub):
+        col = SUBKEY.format(f"s{n}")
+        extra[col] = F.col(attr)
+        shared_cols.append(col)
     subkeys = []
     if specific:
         by_var: dict[str, list[str]] = {}
@@ -436,6 +478,7 @@ def prepare(bound, preds, sources, *, id_col=None, exact="decimal"):
         group_keys=keys_internal,
         output_keys=[KEY.format(group_keys.index(a)) for a in group_out],
         subkeys=subkeys,
+        shared_subkeys=shared_cols,
         complete=bound.trend_set == "COMPLETE",
         approx=bound.query.approx,
         exact=exact,
@@ -444,6 +487,7 @@ def prepare(bound, preds, sources, *, id_col=None, exact="decimal"):
         window_desc=(axis.kind, _num(axis.length), _num(axis.slide)),
         algorithm="A-Seq" if aseq_applies(bound, preds) else "GRETA",
         output_names=group_out,
+        kernel=kernel,
     )
     return ev.select(*dict.fromkeys(keep)), cfg, group_out, axis
 
@@ -476,7 +520,7 @@ def _all_transitions(t) -> set:
     return out
 
 
-def run(bound, preds, sources, *, id_col=None, exact="decimal", partitions=None):
+def run(bound, preds, sources, *, id_col=None, exact="decimal", partitions=None, kernel="index"):
     """The aggregate rows as a lazy DataFrame."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import (
@@ -490,7 +534,9 @@ def run(bound, preds, sources, *, id_col=None, exact="decimal", partitions=None)
 
     if exact not in ("decimal", "string"):
         raise CetqlError(f"exact must be 'decimal' or 'string', not {exact!r}")
-    df, cfg, group_out, axis = prepare(bound, preds, sources, id_col=id_col, exact=exact)
+    if kernel not in ("index", "scan"):
+        raise CetqlError(f"kernel must be 'index' or 'scan', not {kernel!r}")
+    df, cfg, group_out, axis = prepare(bound, preds, sources, id_col=id_col, exact=exact, kernel=kernel)
     keys = [WINDOW, *cfg.group_keys]
     partitions = partitions or int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     df = df.repartition(partitions, *keys).sortWithinPartitions(*keys, TIME, ID)

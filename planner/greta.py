@@ -452,3 +452,114 @@ def aggregate(t: Template, times: Sequence, targets: list[Target], complete: boo
         else:
             out.append(final[slot[1]])
     return out
+
+
+# ---------------------------------------------------------------- COUNT(*) of E+, scalar
+
+
+def kleene_count(times: Sequence, edge: Edge, approx: bool = False, kernel: str = "index"):
+    """COUNT(*) of all trends of `E+` with at most one equal or range
+    predicate: the recurrence above with plain numbers instead of vectors.
+
+    kernel "index": the ABI index (hash / Fenwick over distinct h values),
+    O(n log n); kernel "scan": GRETA's own predecessor scan, vectorised with
+    numpy, O(n²) — kept for comparison (bench/aggregate.py)."""
+    zero = 0.0 if approx else 0
+    one = 1.0 if approx else 1
+    n = len(times)
+    if kernel == "scan":
+        return _scan_count(times, edge, approx)
+    total = zero
+    if edge.equal:
+        ((lval, h),) = edge.equal
+        sums: dict = {}
+        i = 0
+        while i < n:
+            j = i
+            while j < n and times[j] == times[i]:
+                j += 1
+            counts = [one + (sums.get(lval[e], zero) if lval[e] is not None else zero) for e in range(i, j)]
+            for e, c in zip(range(i, j), counts):
+                if h[e] is not None:
+                    sums[h[e]] = sums.get(h[e], zero) + c
+                total += c
+            i = j
+        return total
+    if not edge.ranges:
+        running = zero
+        i = 0
+        while i < n:
+            j = i
+            while j < n and times[j] == times[i]:
+                j += 1
+            c = one + running
+            running += c * (j - i)
+            total += c * (j - i)
+            i = j
+        return total
+    ((lval, op, h),) = edge.ranges
+    keys = sorted({x for x in h if x is not None})
+    size = len(keys)
+    tree = [zero] * (size + 1)
+    prefix = op in (">", ">=")
+    strict = op in (">", "<")
+    left, right = bisect.bisect_left, bisect.bisect_right
+    i = 0
+    while i < n:
+        j = i
+        while j < n and times[j] == times[i]:
+            j += 1
+        counts = []
+        for e in range(i, j):
+            q = lval[e]
+            acc = one
+            if q is not None:
+                if prefix:
+                    k = left(keys, q) if strict else right(keys, q)
+                else:
+                    k = size - (right(keys, q) if strict else left(keys, q))
+                while k > 0:
+                    acc += tree[k]
+                    k -= k & -k
+            counts.append(acc)
+        for e, c in zip(range(i, j), counts):
+            total += c
+            x = h[e]
+            if x is None:
+                continue
+            r = left(keys, x)
+            k = r + 1 if prefix else size - r
+            while k <= size:
+                tree[k] += c
+                k += k & -k
+        i = j
+    return total
+
+
+def _scan_count(times, edge: Edge, approx: bool):
+    import numpy as np
+
+    n = len(times)
+    if edge.equal:
+        ((lval, h),) = edge.equal
+        op = "="
+    elif edge.ranges:
+        ((lval, op, h),) = edge.ranges
+    else:
+        lval = h = [0] * n
+        op = "="
+    dtype = np.float64 if approx else object
+    t = np.asarray(times, dtype=np.float64)
+    present = np.asarray([x is not None for x in h], dtype=bool)
+    numeric = all(isinstance(x, (int, float)) for x in h if x is not None)
+    hv = np.asarray([0 if x is None else x for x in h], dtype=np.float64 if numeric else object)
+    counts = np.zeros(n, dtype=dtype)
+    cmp = _OPS[op]
+    for j in range(n):
+        q = lval[j]
+        if q is None:
+            mask = np.zeros(j, dtype=bool)
+        else:
+            mask = (t[:j] < t[j]) & present[:j] & np.asarray(cmp(q, hv[:j]), dtype=bool)
+        counts[j] = (1.0 if approx else 1) + counts[:j][mask].sum()
+    return counts.sum() if n else (0.0 if approx else 0)

@@ -114,3 +114,29 @@ def test_groups_straddling_arrow_batches(evs, batch_size):
 
     whole = flat(process_table(cfg, table))
     assert flat(map_partition(cfg)(iter(table.to_batches(max_chunksize=batch_size)))) == whole
+
+
+@settings(max_examples=150, deadline=None)
+@given(events, st.sampled_from(["=", ">", ">=", "<", "<=", None]), st.booleans())
+def test_scalar_count_paths_equal_the_generic_dp(evs, op, approx):
+    """greta.kleene_count (index and scan) = greta.aggregate = the reference."""
+    from cetql.planner import greta as G
+
+    times = [e["ts"] for e in evs]
+    price = [e["price"] for e in evs]
+    if op is None:
+        edge, where = G.Edge(), ""
+    elif op == "=":
+        edge, where = G.Edge(equal=[([e["src"] for e in evs], [e["dst"] for e in evs])]), "WHERE S.src = PREV.dst"
+        where = "WHERE S[i].src = S[i-1].dst"
+    else:
+        edge, where = G.Edge(ranges=[(price, op, price)]), f"WHERE S[i].price {op} S[i-1].price"
+    t = G.Template({"S": lambda e: True}, {"S"}, {"S"}, {("S", "S"): edge})
+    (generic,) = G.aggregate(t, times, [G.Target("COUNT")], approx=approx)
+    index = G.kleene_count(times, edge, approx, "index")
+    scan = G.kleene_count(times, edge, approx, "scan")
+    from reference import reference_aggregates
+
+    ref = reference_aggregates(f"RETURN COUNT(*) PATTERN Stock+ S[] {where} WITHIN 100", evs, typed=False)
+    want = ref.get((0, ()), {"COUNT(*)": 0})["COUNT(*)"]
+    assert generic == index == scan == want
