@@ -263,10 +263,10 @@ def test_typed_sources(spark):
         spark.cet("PATTERN SEQ(A a, B+ b[]) WITHIN 10", {"A": a, "C": b})
 
 
-def test_aggregation_is_refused_clearly(spark):
+def test_aggregation_over_maximal_trends_is_refused_clearly(spark):
     df = _events(spark, [(1, 1)], "id long, ts long")
-    with pytest.raises(cetql.CetqlError, match="aggregation queries"):
-        spark.cet("RETURN COUNT(*) PATTERN A+ WITHIN 10", df)
+    with pytest.raises(cetql.CetqlError, match="aggregates are over ALL or COMPLETE trends, not MAXIMAL"):
+        spark.cet("RETURN COUNT(*) PATTERN A+ WITHIN 10", df, trends="maximal")
 
 
 def test_distributed_refuses_seq_patterns(spark):
