@@ -23,7 +23,8 @@ from cetql import ast as A
 from cetql.errors import CetqlError, QuerySemanticError
 
 from . import greta as G
-from .detect import ATTR, HVAL, KEY, LVAL, MASK, _Cols, group_starts
+from .batches import group_starts, map_groups
+from .detect import ATTR, HVAL, KEY, LVAL, MASK, _Cols
 from .exprs import to_python
 from .sources import ID, TIME, WINDOW
 
@@ -299,24 +300,8 @@ def _columns(tc: TemplateConfig) -> list[str]:
 
 
 def map_partition(cfg: AggConfig):
-    group_cols = [WINDOW, *cfg.group_keys]
-
-    def fn(batches):
-        carry = None
-        for batch in batches:
-            table = pa.Table.from_batches([batch])
-            if carry is not None and carry.num_rows:
-                table = pa.concat_tables([carry, table]).combine_chunks()
-            if table.num_rows == 0:
-                continue
-            cut = group_starts(table, group_cols)[-1]
-            if cut > 0:
-                yield from process_table(cfg, table.slice(0, cut))
-            carry = table.slice(cut)
-        if carry is not None and carry.num_rows:
-            yield from process_table(cfg, carry)
-
-    return fn
+    """The function given to `mapInArrow`."""
+    return map_groups([WINDOW, *cfg.group_keys], lambda table: process_table(cfg, table))
 
 
 # ---------------------------------------------------------------- driver side

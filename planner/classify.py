@@ -28,12 +28,11 @@ from cetql import ast as A
 from cetql.printer import expr_to_text
 
 from .analyze import Bound
+from .exprs import MIRROR as _MIRROR
 
 VERTEX, EQUIVALENCE, EDGE, CROSS = "vertex", "equivalence", "edge", "cross"
 EQUAL, RANGE, OTHER = "equal", "range", "other"
 CONSTANT, ADJACENT, ACROSS = "constant", "adjacent", "across"
-
-_MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
 
 
 @dataclass

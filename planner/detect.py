@@ -16,6 +16,7 @@ import pyarrow as pa
 from cetql import ast as A
 
 from . import kernel as K
+from .batches import group_starts, map_groups
 from .exprs import to_python
 from .sources import ID, TIME, WINDOW
 
@@ -116,23 +117,6 @@ def output_schema(cfg: DetectConfig, table_schema: pa.Schema) -> pa.Schema:
     return pa.schema(fields)
 
 
-def group_starts(table: pa.Table, group_cols: list[str]) -> list[int]:
-    """Row offsets where a new (window, keys) group begins (vectorised)."""
-    import numpy as np
-    import pyarrow.compute as pc
-
-    n = table.num_rows
-    if n == 0:
-        return []
-    change = np.zeros(n, dtype=bool)
-    change[0] = True
-    for c in group_cols:
-        col = table.column(c)
-        differs = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, n - 1)), True)
-        change[1:] |= np.asarray(differs.to_numpy(zero_copy_only=False), dtype=bool)
-    return np.flatnonzero(change).tolist()
-
-
 def process_table(cfg: DetectConfig, table: pa.Table, batch_rows: int = 65536) -> Iterator[pa.RecordBatch]:
     """Run the kernel over every complete group of a sorted table."""
     n = table.num_rows
@@ -181,23 +165,5 @@ def _batch(cfg, table, schema, group_rows, offsets, values) -> pa.RecordBatch:
 
 
 def map_partition(cfg: DetectConfig):
-    """The function given to `mapInArrow`: groups may straddle Arrow batches,
-    so the rows of the last, possibly unfinished group are carried over."""
-    group_cols = [WINDOW, *cfg.keys]
-
-    def fn(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        carry: pa.Table | None = None
-        for batch in batches:
-            table = pa.Table.from_batches([batch])
-            if carry is not None and carry.num_rows:
-                table = pa.concat_tables([carry, table]).combine_chunks()
-            if table.num_rows == 0:
-                continue
-            cut = group_starts(table, group_cols)[-1]  # the last group may go on
-            if cut > 0:
-                yield from process_table(cfg, table.slice(0, cut))
-            carry = table.slice(cut)
-        if carry is not None and carry.num_rows:
-            yield from process_table(cfg, carry)
-
-    return fn
+    """The function given to `mapInArrow`."""
+    return map_groups([WINDOW, *cfg.keys], lambda table: process_table(cfg, table))

@@ -18,7 +18,8 @@ from decimal import Decimal
 from cetql import ast as A
 from cetql.errors import QuerySemanticError
 
-_CMP = {
+# Comparators by their spelling, and each one's mirror (a OP b ⇔ b MIRROR[OP] a).
+COMPARATORS = {
     "=": operator.eq,
     "!=": operator.ne,
     "<": operator.lt,
@@ -26,6 +27,8 @@ _CMP = {
     ">": operator.gt,
     ">=": operator.ge,
 }
+MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
+_CMP = COMPARATORS
 
 
 def _literal_value(v):

@@ -34,15 +34,9 @@ import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-_OPS: dict[str, Callable[[object, object], bool]] = {
-    "=": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-}
-_MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
+from .exprs import COMPARATORS, MIRROR
+
+_OPS, _MIRROR = COMPARATORS, MIRROR
 
 SUM, MIN, MAX = "sum", "min", "max"
 
@@ -295,6 +289,23 @@ def _negation_rules(t: Template, times: Sequence):
     return [(_NegationSummary(sub, times), prev, follow) for sub, prev, follow in t.negatives]
 
 
+def _between_check(rules, p: str, q: str, times: Sequence):
+    """For a transition p → q with negations between them: prev may precede
+    next only if no trend of N lies strictly between (None: no negation)."""
+    between = [r for r in rules if p in r[1] and q in r[2]]
+    if not between:
+        return None
+
+    def check(prev, nxt):
+        for summary, _, _ in between:
+            latest = summary.latest_start_before(times[nxt[0]])
+            if latest is not None and times[prev[0]] < latest:
+                return False
+        return True
+
+    return check
+
+
 def _propagate(t: Template, times: Sequence, m: _Monoid, on_node, on_end, complete: bool,
                degrees: tuple[dict, dict] | None = None) -> None:  # fmt: skip
     """Forward pass: for each node, acc = Σ valid predecessors; `on_node(node,
@@ -304,16 +315,7 @@ def _propagate(t: Template, times: Sequence, m: _Monoid, on_node, on_end, comple
     indexes: dict[tuple[str, str], object] = {}
     all_events = range(len(times))
     for (p, q), edge in t.edges.items():
-        between = [r for r in rules if p in r[1] and q in r[2]]
-        extra = None
-        if between:
-
-            def extra(prev, nxt, between=between):
-                for summary, _, _ in between:
-                    latest = summary.latest_start_before(times[nxt[0]])
-                    if latest is not None and times[prev[0]] < latest:
-                        return False
-                return True
+        extra = _between_check(rules, p, q, times)
 
         universe = [h[e] for _, _, h in edge.ranges for e in all_events] if edge.ranges else []
         indexes[(p, q)] = _index(m, edge, False, extra, universe, universe)
@@ -362,16 +364,7 @@ def _degrees(t: Template, times: Sequence) -> tuple[dict, dict]:
     has_succ: dict = {}
     indexes = {}
     for (p, q), edge in t.edges.items():
-        between = [r for r in rules if p in r[1] and q in r[2]]
-        extra = None
-        if between:
-
-            def extra(prev, nxt, between=between):
-                for summary, _, _ in between:
-                    latest = summary.latest_start_before(times[nxt[0]])
-                    if latest is not None and times[prev[0]] < latest:
-                        return False
-                return True
+        extra = _between_check(rules, p, q, times)
 
         universe = [lv[e] for lv, _, _ in edge.ranges for e in range(len(times))] if edge.ranges else []
         indexes[(p, q)] = _index(m, edge, True, extra, universe, universe)

@@ -25,17 +25,12 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from .exprs import COMPARATORS
+
 COMPLETE, MAXIMAL, ALL = "COMPLETE", "MAXIMAL", "ALL"
 
 # Comparators written as `next.lval OP h(prev)`.
-_OPS: dict[str, Callable[[object, object], bool]] = {
-    "=": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-}
+_OPS = COMPARATORS
 
 
 @dataclass

@@ -124,7 +124,6 @@ def prepare(bound: Bound, preds: list[Predicate], sources: dict, *, id_col=None,
             else:
                 cfg.others.append((p.expr, p.roles))
                 python_attrs(p.expr)
-        # equal predicates first: their hash index narrows candidates most
         for name, col in extra.items():
             ev = ev.withColumn(name, col)
     else:

@@ -84,7 +84,7 @@ def from_file(path: str | Path) -> Schema:
     p = Path(path)
     if not p.exists():
         raise SchemaError(f"input '{path}' does not exist")
-    suffix = p.suffix.lower() if p.is_file() else _dir_suffix(p)
+    suffix = p.suffix.lower() if p.is_file() else folder_suffix(p)
     try:
         if suffix == ".parquet":
             import pyarrow.parquet as pq
@@ -108,7 +108,8 @@ def from_file(path: str | Path) -> Schema:
     raise SchemaError(f"cannot tell the format of '{path}' from its name; use .csv, .parquet or .json")
 
 
-def _dir_suffix(p: Path) -> str:
+def folder_suffix(p: Path) -> str:
+    """The format of a folder of files, from the first kind found in it."""
     for suffix in (".parquet", ".csv", ".json"):
         if any(p.glob(f"*{suffix}")):
             return suffix

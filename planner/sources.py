@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from cetql.errors import SchemaError, UsageError
 
-from .schema import NUMERIC, TIMESTAMP, from_spark
+from .schema import NUMERIC, TIMESTAMP, folder_suffix, from_spark
 
 if TYPE_CHECKING:
     from .analyze import Window
@@ -55,7 +55,7 @@ def read_source(spark, spec: str | Path):
     text = str(spec)
     p = Path(text)
     if p.exists():
-        suffix = p.suffix.lower() if p.is_file() else _folder_suffix(p)
+        suffix = p.suffix.lower() if p.is_file() else folder_suffix(p)
         if suffix == ".csv":
             return spark.read.option("header", True).option("inferSchema", True).csv(text)
         if suffix == ".parquet":
@@ -66,13 +66,6 @@ def read_source(spark, spec: str | Path):
     if spark.catalog.tableExists(text):
         return spark.table(text)
     raise UsageError(f"input '{text}' is neither a file nor a table or view")
-
-
-def _folder_suffix(p: Path) -> str:
-    for suffix in (".parquet", ".csv", ".json"):
-        if any(p.glob(f"*{suffix}")):
-            return suffix
-    return ""
 
 
 def time_axis(df, time_col: str, window: Window) -> TimeAxis:

@@ -135,6 +135,14 @@ def _resolve(name, binding):
 _TYPE_NAMES: dict[str, str] = {}
 
 
+def _bind_type_names(query) -> None:
+    """A type name refers to the variable bound to it (COUNT(A) with `A a`)."""
+    _TYPE_NAMES.clear()
+    for n in A.walk(query.pattern):
+        if isinstance(n, A.EventPattern) and n.var:
+            _TYPE_NAMES.setdefault(n.type, n.var)
+
+
 # ---------------------------------------------------------------- patterns
 
 
@@ -272,10 +280,7 @@ def reference_trends(text, events, params=None, trend_set=None, typed=False):
     """{(window_start, window_end): set of id tuples} by definition."""
     query = cetql.parse(text)
     params = params or {}
-    _TYPE_NAMES.clear()
-    for n in A.walk(query.pattern):
-        if isinstance(n, A.EventPattern) and n.var:
-            _TYPE_NAMES.setdefault(n.type, n.var)
+    _bind_type_names(query)
     if trend_set is None:
         trend_set = query.trends or ("ALL" if query.is_aggregation else "COMPLETE")
     result = {}
@@ -320,10 +325,7 @@ def reference_aggregates(text, events, params=None, typed=True):
 
     query = cetql.parse(text)
     params = params or {}
-    _TYPE_NAMES.clear()
-    for n in A.walk(query.pattern):
-        if isinstance(n, A.EventPattern) and n.var:
-            _TYPE_NAMES.setdefault(n.type, n.var)
+    _bind_type_names(query)
     trend_set = query.trends or "ALL"
     group_attrs = [c.name if isinstance(c, A.Name) else c.attr for c in query.group_by]
     out = {}
