@@ -155,39 +155,32 @@ def to_python(e: A.Expr, slot_of: Callable[[A.Attr], tuple[str, str]], params: d
 
                 return cmp
             case A.And(items=items):
-                fs = [go(y) for y in items]
-
-                def and_(env):
-                    result = True
-                    for f in fs:
-                        v = f(env)
-                        if v is False:
-                            return False
-                        if v is None:
-                            result = None
-                    return result
-
-                return and_
+                return _connective([go(y) for y in items], absorbing=False)
             case A.Or(items=items):
-                fs = [go(y) for y in items]
-
-                def or_(env):
-                    result = False
-                    for f in fs:
-                        v = f(env)
-                        if v is True:
-                            return True
-                        if v is None:
-                            result = None
-                    return result
-
-                return or_
+                return _connective([go(y) for y in items], absorbing=True)
             case A.Not(operand=y):
                 f = go(y)
                 return lambda env: None if (v := f(env)) is None else not v
         raise QuerySemanticError(f"'{type(x).__name__}' cannot be evaluated here", getattr(x, "pos", None))
 
     return go(e)
+
+
+def _connective(fs, absorbing: bool):
+    """SQL AND (absorbing False) or OR (absorbing True): the absorbing value
+    wins, else a null makes the result null."""
+
+    def f(env):
+        result = not absorbing
+        for g in fs:
+            v = g(env)
+            if v is absorbing:
+                return absorbing
+            if v is None:
+                result = None
+        return result
+
+    return f
 
 
 def _py_arith(op, fa, fb):
