@@ -131,35 +131,36 @@ def process_table(cfg: DetectConfig, table: pa.Table, batch_rows: int = 65536) -
     schema = output_schema(cfg, table.schema)
 
     out_group: list[int] = []  # row offset of each trend's group start (for keys)
-    offsets = [0]
-    values: list[int] = []  # row offsets of the trend's events
+    lengths: list[int] = []
+    values: list[int] = []  # the trends' events, as offsets within their group
     for start, end in zip(starts, [*starts[1:], n]):
         g_times = times[start:end]
         g_cols = {k: v[start:end] for k, v in cols.items()}
         for path in run_group(cfg, g_times, g_cols):
             out_group.append(start)
-            values.extend([start + p for p in path])
-            offsets.append(len(values))
+            lengths.append(len(path))
+            values.extend(path)
             if len(out_group) >= batch_rows:
-                yield _batch(cfg, table, schema, out_group, offsets, values)
-                out_group, offsets, values = [], [0], []
+                yield _batch(cfg, table, schema, out_group, lengths, values)
+                out_group, lengths, values = [], [], []
     if out_group:
-        yield _batch(cfg, table, schema, out_group, offsets, values)
+        yield _batch(cfg, table, schema, out_group, lengths, values)
 
 
-def _batch(cfg, table, schema, group_rows, offsets, values) -> pa.RecordBatch:
-    take_groups = pa.array(group_rows, pa.int64())
-    take_values = pa.array(values, pa.int64())
-    offs = pa.array(offsets, pa.int32())
+def _batch(cfg, table, schema, group_rows, lengths, values) -> pa.RecordBatch:
+    import numpy as np
+
+    starts = np.asarray(group_rows, dtype=np.int64)
+    counts = np.asarray(lengths, dtype=np.int32)
+    offs = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+    rows = pa.array(np.asarray(values, dtype=np.int64) + np.repeat(starts, counts))  # group offset -> table row
+    take_groups = pa.array(starts)
     arrays = [table.column(WINDOW).take(take_groups)]
     arrays += [table.column(k).take(take_groups) for k in cfg.keys]
-    ids = table.column(ID).take(take_values).combine_chunks()
-    arrays.append(pa.ListArray.from_arrays(offs, ids))
-    lengths = [offsets[k + 1] - offsets[k] for k in range(len(offsets) - 1)]
-    arrays.append(pa.array(lengths, pa.int32()))
+    arrays.append(pa.ListArray.from_arrays(offs, table.column(ID).take(rows).combine_chunks()))
+    arrays.append(pa.array(counts))
     if cfg.with_rows:
-        rows = table.column(ROW).take(take_values).combine_chunks()
-        arrays.append(pa.ListArray.from_arrays(offs, rows))
+        arrays.append(pa.ListArray.from_arrays(offs, table.column(ROW).take(rows).combine_chunks()))
     arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
