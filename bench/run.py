@@ -125,7 +125,9 @@ def main() -> None:
 
 def write_results(path: str, rows, scale: float) -> None:
     lines = [
-        "# Detection benchmarks",
+        "# Benchmarks",
+        "",
+        "## Detection (D1, D2)",
         "",
         f"Run {dt.date.today()} on {platform.node()}: {os.cpu_count()} cores, "
         f"{os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GiB, Python {platform.python_version()}; "
