@@ -35,11 +35,15 @@ def resolve_sources(spark, data, typed_sources: dict) -> dict:
     return out
 
 
-def _merged_schema(sources: dict) -> S.Schema:
+def _merged_schema(sources: dict, time_col: str) -> S.Schema:
     cols = {}
     for df in sources.values():
         for col in S.from_spark(df.schema).columns:
             cols.setdefault(col[0], col)
+    time = cols.get(time_col)
+    if time is not None and time[1] == S.STRING and all(df.isEmpty() for df in sources.values()):
+        # an empty CSV reads every column as text: no events, so no trends — not a type error
+        cols[time_col] = (time_col, S.NUMERIC, "empty")
     return S.Schema(tuple(cols.values()))
 
 
@@ -79,7 +83,7 @@ def run(
     checked = compile(
         compiled.source,
         params,
-        _merged_schema(sources),
+        _merged_schema(sources, time_col),
         strict_params=True,
         time_col=time_col,
         strategy=strategy,

@@ -371,3 +371,15 @@ def test_cet_figure_2(spark):
     for r in cetql.compile(text).run(df, id_col="id").collect():
         by_window.setdefault(r.window_start, set()).add(tuple(r.events))
     assert by_window and all(t == {(1, 2), (1, 4, 5, 7), (1, 4, 6)} for t in by_window.values())
+
+
+def test_empty_inputs_give_no_rows(spark, tmp_path):
+    csv = tmp_path / "empty.csv"
+    csv.write_text("id,ts,src,dst\n")
+    assert cetql.compile("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10").run(str(csv)).count() == 0
+    assert cetql.compile("RETURN COUNT(*) PATTERN A+ WHERE A.src < NEXT(A).src WITHIN 10").run(str(csv)).count() == 0
+    empty = spark.createDataFrame([], "id long, ts long, src string, dst string")
+    for strategy in ("local", "distributed"):
+        assert (
+            spark.cet("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10", empty, strategy=strategy).count() == 0
+        )
