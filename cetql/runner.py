@@ -35,16 +35,24 @@ def resolve_sources(spark, data, typed_sources: dict) -> dict:
     return out
 
 
-def _merged_schema(sources: dict, time_col: str) -> S.Schema:
+def _merged_schema(sources: dict) -> S.Schema:
     cols = {}
     for df in sources.values():
         for col in S.from_spark(df.schema).columns:
             cols.setdefault(col[0], col)
-    time = cols.get(time_col)
-    if time is not None and time[1] == S.STRING and all(df.isEmpty() for df in sources.values()):
-        # an empty CSV reads every column as text: no events, so no trends — not a type error
-        cols[time_col] = (time_col, S.NUMERIC, "empty")
     return S.Schema(tuple(cols.values()))
+
+
+def _empty_text_times(sources: dict, time_col: str) -> dict:
+    """An empty CSV reads every column as text.  With a text time column and
+    no rows at all there are no events, so no trends — not a type error: the
+    column is read as a number instead (the check is a job only in that case)."""
+    from pyspark.sql import functions as F
+
+    found = _merged_schema(sources).lookup(time_col)
+    if found is None or found[0] != S.STRING or not all(df.isEmpty() for df in sources.values()):
+        return sources
+    return {k: df.withColumn(time_col, F.col(time_col).cast("double")) for k, df in sources.items()}
 
 
 def run(
@@ -71,6 +79,7 @@ def run(
     spark = spark or get_spark()
     sources = resolve_sources(spark, data, typed_sources)
     time_col = time_col or compiled.bound.time_col
+    sources = _empty_text_times(sources, time_col)
     params = {**compiled.bound.params, **(params or {})}
     bound_types = {k for k in sources if k is not None}
     pattern_types = {p.type for p in compiled.bound.positions.values()}
@@ -83,7 +92,7 @@ def run(
     checked = compile(
         compiled.source,
         params,
-        _merged_schema(sources, time_col),
+        _merged_schema(sources),
         strict_params=True,
         time_col=time_col,
         strategy=strategy,

@@ -24,7 +24,7 @@ from cetql.errors import CetqlError, QuerySemanticError
 
 from . import greta as G
 from .batches import group_starts, map_groups
-from .detect import ATTR, HVAL, KEY, LVAL, MASK, _Cols
+from .detect import ATTR, KEY, MASK, _Cols, edge_specs
 from .exprs import to_python
 from .sources import ID, TIME, WINDOW
 
@@ -307,31 +307,6 @@ def map_partition(cfg: AggConfig):
 # ---------------------------------------------------------------- driver side
 
 
-def _edge_specs(preds, template, bound, to_col, extra_cols, python_attrs):
-    """Edge predicate specs per transition of `template` (and its negatives)."""
-    from .classify import EDGE, EQUAL, RANGE
-
-    specs: dict[tuple[str, str], dict] = {}
-    for p, q in template.transitions:
-        spec = {"equal": [], "ranges": [], "others": []}
-        for k, pr in enumerate(preds):
-            if pr.kind != EDGE or (pr.prev_var, pr.next_var) != (p, q):
-                continue
-            if pr.op in (EQUAL, RANGE):
-                lc, hc = LVAL.format(k), HVAL.format(k)
-                extra_cols[lc] = to_col(pr.lval)
-                extra_cols[hc] = to_col(pr.rval)
-                if pr.op == EQUAL:
-                    spec["equal"].append((lc, hc))
-                else:
-                    spec["ranges"].append((lc, pr.comparator, hc))
-            else:
-                spec["others"].append((pr.expr, pr.roles))
-                python_attrs(pr.expr)
-        specs[(p, q)] = spec
-    return specs
-
-
 def prepare(bound, preds, sources, *, id_col=None, exact="decimal", kernel="index"):
     from pyspark.sql import functions as F
 
@@ -395,7 +370,7 @@ def prepare(bound, preds, sources, *, id_col=None, exact="decimal", kernel="inde
             extra[col] = F.coalesce(cond, F.lit(False))
             states[name] = col
         tc = TemplateConfig(states, sorted(t.start), sorted(t.end))
-        tc.edges = _edge_specs(preds, t, bound, to_col, extra, python_attrs)
+        tc.edges = edge_specs(preds, t.transitions, to_col, extra, python_attrs)
         tc.negatives = [(template_config(n.template), sorted(n.previous), sorted(n.following)) for n in t.negatives]
         return tc
 

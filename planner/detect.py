@@ -102,6 +102,34 @@ def run_group(cfg: DetectConfig, times: list, cols: dict[str, list]) -> Iterator
     return iter(K.generic_trends(times, spec, cfg.trend_set))
 
 
+def edge_specs(preds, transitions, to_col, extra_cols: dict, python_attrs) -> dict[tuple[str, str], dict]:
+    """The edge predicates of each transition p → q: an equal or range one
+    gets its two sides as columns (`lval` of the next event, `h` of the
+    previous one, added to `extra_cols`) for the ABI index; any other is kept
+    as an expression for the kernel (its attributes reported to `python_attrs`)."""
+    from .classify import EDGE, EQUAL, RANGE
+
+    specs: dict[tuple[str, str], dict] = {}
+    for p, q in transitions:
+        spec = {"equal": [], "ranges": [], "others": []}
+        for k, pr in enumerate(preds):
+            if pr.kind != EDGE or (pr.prev_var, pr.next_var) != (p, q):
+                continue
+            if pr.op in (EQUAL, RANGE):
+                lc, hc = LVAL.format(k), HVAL.format(k)
+                extra_cols[lc] = to_col(pr.lval)
+                extra_cols[hc] = to_col(pr.rval)
+                if pr.op == EQUAL:
+                    spec["equal"].append((lc, hc))
+                else:
+                    spec["ranges"].append((lc, pr.comparator, hc))
+            else:
+                spec["others"].append((pr.expr, pr.roles))
+                python_attrs(pr.expr)
+        specs[(p, q)] = spec
+    return specs
+
+
 def _needed_columns(cfg: DetectConfig) -> list[str]:
     names = [c for pair in cfg.equal for c in pair] + [c for lc, _, hc in cfg.ranges for c in (lc, hc)]
     names += list(cfg.positions.values()) + [ATTR.format(a) for a in cfg.attrs]

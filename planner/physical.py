@@ -18,7 +18,7 @@ from cetql.errors import QuerySemanticError, UsageError
 
 from . import detect as D
 from .analyze import Bound
-from .classify import CROSS, EDGE, EQUAL, EQUIVALENCE, RANGE, VERTEX, Predicate
+from .classify import CROSS, EDGE, EQUIVALENCE, VERTEX, Predicate
 from .exprs import to_column
 from .sources import ID, TIME, TYPE, WINDOW, assign_windows, events
 
@@ -112,18 +112,10 @@ def prepare(bound: Bound, preds: list[Predicate], sources: dict, *, id_col=None,
             cond = cond & to_column(p.expr, _column_of, params)
         ev = ev.filter(cond)
         extra = {}
-        for n, p in enumerate(x for x in preds if x.kind == EDGE):
-            if p.op in (EQUAL, RANGE):
-                lc, hc = D.LVAL.format(n), D.HVAL.format(n)
-                extra[lc] = to_column(p.lval, _column_of, params)
-                extra[hc] = to_column(p.rval, _column_of, params)
-                if p.op == EQUAL:
-                    cfg.equal.append((lc, hc))
-                else:
-                    cfg.ranges.append((lc, p.comparator, hc))
-            else:
-                cfg.others.append((p.expr, p.roles))
-                python_attrs(p.expr)
+        (spec,) = D.edge_specs(
+            preds, [(pos.name, pos.name)], lambda e: to_column(e, _column_of, params), extra, python_attrs
+        ).values()
+        cfg.equal, cfg.ranges, cfg.others = spec["equal"], spec["ranges"], spec["others"]
         for name, col in extra.items():
             ev = ev.withColumn(name, col)
     else:

@@ -78,8 +78,6 @@ def time_axis(df, time_col: str, window: Window) -> TimeAxis:
         return TimeAxis("timestamp", window.length * MICROS, window.slide * MICROS)
     if cls == NUMERIC:
         return TimeAxis("numeric", window.length, window.slide)
-    if df.isEmpty():  # an empty CSV reads every column as text: no events, no trends
-        return TimeAxis("numeric", window.length, window.slide)
     raise SchemaError(f"time column '{time_col}' is {written}; it must be a timestamp or a number")
 
 
@@ -98,10 +96,7 @@ def events(sources: dict[str | None, object], time_col: str, id_col: str | None,
         if id_col is not None and id_col not in df.columns:
             raise SchemaError(f"id column '{id_col}' is not in the input (columns: {', '.join(df.columns)})")
         t = F.col(time_col)
-        if a.kind == "timestamp":
-            t = F.unix_micros(t.cast("timestamp"))
-        elif from_spark(df.schema).lookup(time_col)[0] != NUMERIC:
-            t = t.cast("double")  # an empty input read as text
+        t = F.unix_micros(t.cast("timestamp")) if a.kind == "timestamp" else t
         ident = F.col(id_col) if id_col else F.monotonically_increasing_id()
         frames.append(
             df.withColumn(ID, ident)
