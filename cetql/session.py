@@ -1,59 +1,134 @@
-"""Spark sessions for cetql, and the `spark.cet(...)` extension.
+"""Spark sessions for cetql: quiet, local by default, a cluster or a Spark
+Connect server on request.
 
-`get_spark()` returns the active session, or starts an embedded one
-(`local[*]`, UI off, Python workers on this interpreter so they see the same
-packages).  `import cetql` adds `SparkSession.cet`:
+    get_spark()                          the active session, else an embedded local[*] one
+    get_spark("spark://host:7077")       a standalone (or any) master
+    get_spark(remote="sc://host:15002")  Spark Connect (also: SPARK_REMOTE)
 
-    df = spark.cet("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100", checks_df)
+The JVM's own output (log4j lines, JVM warnings) goes to a log file, never to
+the terminal, unless `verbose`; `log_path()` says where.  Python workers run
+on this interpreter, so they see the same packages.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
+from .errors import CetqlError, UsageError
 
-def get_spark(master: str | None = None, *, shuffle_partitions: int | None = None):
+
+def log_path() -> Path:
+    base = os.environ.get("CETQL_LOG_DIR") or os.path.join(tempfile.gettempdir(), f"cetql-{os.getuid()}")
+    Path(base).mkdir(parents=True, exist_ok=True)
+    return Path(base) / "spark.log"
+
+
+_QUIET = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+}
+
+
+def _check_master(master: str) -> None:
+    ok = master.startswith(("local", "spark://", "yarn", "k8s://", "mesos://")) or master in ("local",)
+    if not ok:
+        raise UsageError(
+            f"unknown Spark master '{master}'; expected local[*], local[N], spark://host:port, yarn or k8s://…"
+            " (for Spark Connect, use --remote sc://host:port)"
+        )
+
+
+def get_spark(master: str | None = None, *, remote: str | None = None, verbose: bool = False,
+              shuffle_partitions: int | None = None):  # fmt: skip
+    """A Spark session: Connect when `remote` (or SPARK_REMOTE without a
+    master) is given, the active session when no master is, else a new one."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    if remote is None and master is None:
+        remote = os.environ.get("SPARK_REMOTE") or None
+    if remote is not None:
+        return _connect(remote)
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
+    master = master or "local[*]"
+    _check_master(master)
     cores = os.cpu_count() or 2
-    log4j = Path(__file__).with_name("log4j2.properties")
-    java_opts = f"-Dlog4j.configurationFile=file:{log4j} -Dlog4j2.configurationFile=file:{log4j}"
-    java_opts += " " + os.environ.get("CETQL_JAVA_OPTS", "")
-    builder = (
-        SparkSession.builder.appName("cetql")
-        .master(master or "local[*]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(shuffle_partitions or max(2, 2 * cores)))
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
-        .config("spark.driver.memory", os.environ.get("CETQL_DRIVER_MEMORY", "4g"))
-        .config("spark.driver.extraJavaOptions", java_opts)
-    )
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    conf = {
+        **_QUIET,
+        "spark.app.name": "cetql",
+        "spark.master": master,
+        "spark.sql.shuffle.partitions": str(shuffle_partitions or max(2, 2 * cores)),
+        "spark.driver.memory": os.environ.get("CETQL_DRIVER_MEMORY", "4g"),
+    }
+    try:
+        return _classic(conf, verbose)
+    except CetqlError:
+        raise
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CetqlError(f"Spark did not start ({first}); its log is {log_path()}") from None
+
+
+def _classic(conf: dict, verbose: bool):
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    if SparkContext._active_spark_context is not None:  # a context exists (e.g. stopped session): reuse it
+        builder = SparkSession.builder
+        for k, v in conf.items():
+            builder = builder.config(k, v)
+        return builder.getOrCreate()
+    sconf = SparkConf()
+    for k, v in conf.items():
+        sconf.set(k, v)
+    gateway = None
+    if not verbose:
+        from pyspark.java_gateway import launch_gateway
+
+        log = open(log_path(), "ab")  # noqa: SIM115 - held by the JVM for its life
+        gateway = launch_gateway(sconf, popen_kwargs={"stdout": log, "stderr": log})
+    sc = SparkContext(conf=sconf, gateway=gateway)
+    sc.setLogLevel("INFO" if verbose else "ERROR")
+    return SparkSession(sc)
+
+
+def _connect(remote: str):
+    if not (remote.startswith("sc://") or remote.startswith("local")):
+        raise UsageError(f"unknown Spark Connect address '{remote}'; expected sc://host:port (or local[N])")
+    try:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.remote(remote).getOrCreate()
+    except ImportError as e:
+        raise CetqlError(f"Spark Connect needs the pyspark[connect] packages ({e.name} is missing)") from None
+    except Exception as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CetqlError(f"cannot reach the Spark Connect server at {remote}: {first}") from None
     return spark
 
 
-def _cet(self, query: str, data=None, *, params: dict | None = None, **options):
-    """`spark.cet(query, data, params={...}, time_col="ts", …)` → DataFrame."""
+def is_connect(spark) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _cet(self, query: str, data=None, *, params: dict | None = None, **options):  # transitional
     from .compiler import compile
 
     return compile(query, params).run(data, spark=self, **options)
 
 
-def install() -> None:
-    """Add `SparkSession.cet` (done on `import cetql` when pyspark is present)."""
+def install() -> None:  # transitional: replaced by cetql.extension
     try:
         from pyspark.sql import SparkSession
-    except ImportError:  # pragma: no cover - pyspark is a dependency
+    except ImportError:  # pragma: no cover
         return
     if not hasattr(SparkSession, "cet"):
         SparkSession.cet = _cet

@@ -1,0 +1,331 @@
+"""The `cetql` command.
+
+    cetql compile QUERY [--explain] …      check a query and show its plan (no Spark)
+    cetql run QUERY --input … [--output …]  run it on Spark
+    cetql repl [--input …]                 an interactive shell on one warm session
+    cetql gen SCENARIO --events N -o PATH  example data
+    cetql draw QUERY --input … -o FILE     the relevance graph of one window
+
+Everything that can be refused without data is refused before Spark
+starts.  Exit status: 0 ok; 2 a query, schema, parameter or usage error; 1 a
+failed Spark job; 130 cancelled (Ctrl-C).  Every error is one line (a query
+error also shows its line and a caret), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from .errors import CetqlError, ParameterError, QueryError, QuerySyntaxError, UsageError
+from .options import OutputFormat, OutputMode, RunOptions
+
+EXIT_CANCELLED = 130
+
+
+# ---------------------------------------------------------------- arguments
+
+
+def read_query(path: str) -> str:
+    if path == "-":
+        data = sys.stdin.buffer.read()
+        where = "standard input"
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise UsageError(f"query file '{path}' does not exist" if not p.exists() else f"'{path}' is not a file")
+        data = p.read_bytes()
+        where = f"query file '{path}'"
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{where} is not UTF-8 text (byte {e.start}: {data[e.start:e.start + 1]!r}); save it as UTF-8") from None
+
+
+def parse_params(items: list[str] | None) -> dict[str, object]:
+    from .planner.semantics.bind import parse_param
+
+    out: dict[str, object] = {}
+    for item in items or []:
+        k, v = parse_param(item)
+        if k in out:
+            raise ParameterError(f"--param {k} is given twice")
+        out[k] = v
+    return out
+
+
+def parse_inputs(items: list[str] | None) -> tuple[str | None, dict[str, str]]:
+    """`--input PATH` (one single-type stream) or `--input Type=PATH` (repeatable)."""
+    untyped, typed = [], {}
+    for item in items or []:
+        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.+)$", item)
+        if m and not Path(item).exists():
+            if m.group(1) in typed:
+                raise UsageError(f"type '{m.group(1)}' is bound to two inputs")
+            typed[m.group(1)] = m.group(2)
+        else:
+            untyped.append(item)
+    if len(untyped) > 1:
+        raise UsageError("give one untyped --input, or bind each input to a type with --input Type=PATH")
+    if untyped and typed:
+        raise UsageError("give either one untyped --input or inputs bound to types (Type=PATH), not both")
+    return (untyped[0] if untyped else None), typed
+
+
+def run_options(args) -> RunOptions:
+    keywords = {
+        "trends": getattr(args, "trends", None),
+        "strategy": getattr(args, "strategy", None),
+        "approx": getattr(args, "approx", False),
+        "exact": getattr(args, "exact", None),
+        "kernel": getattr(args, "kernel", None),
+        "with_rows": getattr(args, "with_rows", False),
+        "time_col": args.time_col,
+        "time_unit": getattr(args, "time_unit", None),
+        "id_col": getattr(args, "id_col", None),
+        "drop_invalid": getattr(args, "drop_invalid", False),
+        "max_trends": getattr(args, "max_trends", None),
+        "partitions": getattr(args, "partitions", None),
+    }
+    return RunOptions.of(**keywords)
+
+
+def known_inputs(data, typed: dict, time_col: str):
+    """What can be learnt of path inputs without Spark (tables: nothing)."""
+    from .runtime import describe_paths
+
+    return describe_paths({None: data} if data is not None else dict(typed), time_col)
+
+
+# ---------------------------------------------------------------- compile
+
+
+def cmd_compile(args) -> int:
+    from .planner.semantics.schema import parse_ddl
+    from .query import compile
+
+    text = read_query(args.query_file)
+    options = run_options(args)
+    params = parse_params(args.param)
+    if args.schema and args.input:
+        raise UsageError("give either --schema or --input, not both")
+    data, typed = parse_inputs(args.input)
+    inputs = known_inputs(data, typed, options.time_col) if args.input else None
+    if args.input and inputs is None:
+        missing = [v for v in ([data] if data else typed.values()) if not Path(str(v)).exists()]
+        raise UsageError(f"input '{missing[0]}' does not exist")
+    schema = parse_ddl(args.schema) if args.schema else (inputs.schema if inputs else None)
+    compiled = compile(text, params, schema, options=options, inputs=inputs, strict_params=bool(args.param))
+    if args.format == "json":
+        from .explaining import explain_data
+
+        import json
+
+        data_out = explain_data(compiled)
+        if not args.ast:
+            data_out.pop("ast", None)
+        print(json.dumps(data_out, indent=2))
+        return 0
+    if args.explain or args.ast:
+        from .explaining import explain_text
+
+        print(explain_text(compiled, ast=args.ast))
+    else:
+        from .explaining import summary_text
+
+        print(summary_text(compiled))
+    return 0
+
+
+# ---------------------------------------------------------------- run
+
+
+def cmd_run(args) -> int:
+    from .query import compile
+
+    text = read_query(args.query_file)
+    options = run_options(args)
+    params = parse_params(args.param)
+    data, typed = parse_inputs(args.input)
+    fmt = OutputFormat(args.format) if args.format else None
+    mode = OutputMode(args.mode)
+    if args.output is None and args.mode != OutputMode.ERROR.value:
+        raise UsageError("--mode says what to do with an existing --output path; give --output too")
+    # everything that needs no data is refused now, before Spark starts
+    inputs = known_inputs(data, typed, options.time_col)
+    compiled = compile(text, params, options=options, inputs=inputs, strict_params=True)
+    if args.output is not None:
+        from .output import check_target
+
+        check_target(args.output, mode, [str(v) for v in ([data] if data else typed.values())])
+    show = _show_attrs(args.show)
+
+    from .session import get_spark
+
+    spark = get_spark(args.master, remote=args.remote, verbose=args.verbose)
+    _ACTIVE["spark"] = spark
+    execution = compiled.execution(data, spark=spark, options=options, **typed)
+    started = time.monotonic()
+    try:
+        if args.output is not None:
+            from .output import write
+
+            rows = write(execution.dataframe, args.output, fmt or OutputFormat.PARQUET, mode,
+                         [str(v) for v in ([data] if data else typed.values())])  # fmt: skip
+            noun = "trends" if compiled.kind == "detection" else "rows"
+            if rows is None:
+                print(f"'{args.output}' exists; nothing written (--mode ignore)" if mode == OutputMode.IGNORE
+                      else f"wrote {noun} to {args.output} ({(fmt or OutputFormat.PARQUET).value})")  # fmt: skip
+            else:
+                print(f"wrote {rows:,} {noun} to {args.output} ({(fmt or OutputFormat.PARQUET).value}) "
+                      f"in {time.monotonic() - started:.1f} s")  # fmt: skip
+        else:
+            from .render import print_result
+
+            print_result(execution, limit=args.limit, fmt=args.format, show=show, stream=sys.stdout)
+        if options.drop_invalid:
+            from .planner.spark.compiler import count_invalid
+
+            dropped = count_invalid(execution.plan, execution.inputs)
+            if dropped:
+                print(f"dropped {dropped:,} input row(s) with an invalid time or value (--drop-invalid)",
+                      file=sys.stderr)  # fmt: skip
+    except (CetqlError, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        from .failures import describe
+        from .planner.spark.compiler import diagnose_invalid
+
+        raise describe(e, lambda: diagnose_invalid(execution.plan, execution.inputs)) from None
+    return 0
+
+
+def _show_attrs(text: str | None):
+    if text is None:
+        return None
+    attrs = [a.strip() for a in text.split(",") if a.strip()]
+    if not attrs:
+        raise UsageError("--show needs attribute names, e.g. --show src,dst")
+    return attrs
+
+
+# ---------------------------------------------------------------- the parser
+
+
+def _common(p, *, run: bool) -> None:
+    p.add_argument("query_file", help="a .cet file, or - for standard input")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE", help="bind a query parameter (repeatable)")
+    p.add_argument("--time-col", default="ts", help="the time column: a timestamp or a number (default: ts)")
+    p.add_argument("--time-unit", choices=["s", "ms", "us", "ns"],
+                   help="what one unit of a numeric time column is, for durations with units (default: s)")
+    p.add_argument("--id-col", help="a column of event ids (default: ids derived from the input order)")
+    p.add_argument("--strategy", choices=["local", "distributed"], help="force a detection strategy")
+    p.add_argument("--trends", choices=["complete", "maximal", "all"], help="override the query's trend set")
+    p.add_argument("--with-rows", action="store_true", help="detection: add the events' input rows to each trend")
+    p.add_argument("--max-trends", type=int, metavar="N",
+                   help="detection: refuse a (window, group) with more than N trends (default 10,000,000; 0: no limit)")
+    p.add_argument("--approx", action="store_true", help="aggregation: DOUBLE instead of exact numbers (as APPROX)")
+    p.add_argument("--exact", choices=["decimal", "string"],
+                   help="aggregation: exact numbers as DECIMAL(38,s) (default; larger is an error) or as text")
+    p.add_argument("--kernel", choices=["index", "scan"],
+                   help="aggregation: the attribute index (default) or GRETA's O(n^2) predecessor scan, to compare")
+    p.add_argument("--drop-invalid", action="store_true",
+                   help="drop rows with a null/NaN/infinite time or an unreadable value instead of failing (counted)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(prog="cetql", description="Complete Event Trend queries on Apache Spark.")
+    parser.add_argument("--version", action="version", version=f"cetql {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    c = sub.add_parser("compile", help="check a query and show how it will run (no Spark)")
+    _common(c, run=False)
+    c.add_argument("--explain", action="store_true", help="show the plan, the predicates and the template")
+    c.add_argument("--ast", action="store_true", help="also show the syntax tree")
+    c.add_argument("--schema", help="input columns, e.g. 'ts timestamp, src string, dst string'")
+    c.add_argument("--input", action="append", metavar="[TYPE=]PATH",
+                   help="plan for these inputs: their columns and types are read (no Spark)")
+    c.add_argument("--format", choices=["text", "json"], default="text", help="text (default) or json")
+    c.set_defaults(func=cmd_compile)
+
+    r = sub.add_parser("run", help="run a query on Spark")
+    _common(r, run=True)
+    r.add_argument("--input", action="append", required=True, metavar="[TYPE=]PATH",
+                   help="CSV (with a header), Parquet or JSON-lines file or folder, or a table/view name; "
+                        "Type=PATH binds an input to one event type (repeatable)")  # fmt: skip
+    r.add_argument("--output", help="write the result here (a folder) instead of printing it")
+    r.add_argument("--format", choices=["parquet", "csv", "json", "table"],
+                   help="with --output: parquet (default), csv or json; without: table (on a terminal), "
+                        "csv (when piped) or json")  # fmt: skip
+    r.add_argument("--mode", choices=[m.value for m in OutputMode], default=OutputMode.ERROR.value,
+                   help="if --output exists: error (default), overwrite, append or ignore")
+    r.add_argument("--limit", type=int, default=20, help="rows to print without --output (default 20; 0: all)")
+    r.add_argument("--show", metavar="ATTR,…", help="print each trend as the chain of these attributes' values")
+    r.add_argument("--master", help="Spark master URL (default: the active session, else local[*])")
+    r.add_argument("--remote", help="a Spark Connect server, sc://host:port (also: SPARK_REMOTE)")
+    r.add_argument("--partitions", type=int, help="Spark partitions for the kernels (default: shuffle partitions)")
+    r.add_argument("--verbose", action="store_true", help="let Spark's own log reach the terminal")
+    r.set_defaults(func=cmd_run)
+
+    for name, module in (("repl", "repl"), ("gen", "gen"), ("draw", "draw")):
+        try:
+            mod = __import__(f"cetql.{module}", fromlist=["add_parser"])
+        except ImportError:
+            continue
+        if hasattr(mod, "add_parser"):
+            mod.add_parser(sub)
+    return parser
+
+
+_ACTIVE: dict = {}
+
+
+def _cancel() -> None:
+    spark = _ACTIVE.get("spark")
+    if spark is None:
+        return
+    try:
+        if hasattr(spark, "interruptAll") and type(spark).__module__.startswith("pyspark.sql.connect"):
+            spark.interruptAll()
+        else:
+            spark.sparkContext.cancelAllJobs()
+    except Exception:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "limit", 0) is not None and getattr(args, "limit", 0) < 0:
+        parser.error("--limit must be zero (all rows) or positive")
+    try:
+        return args.func(args)
+    except QueryError as e:
+        name = getattr(args, "query_file", None)
+        print(e.render(name if name and name != "-" else None), file=sys.stderr)
+        return e.exit_code
+    except CetqlError as e:
+        print(e.render(), file=sys.stderr)
+        return e.exit_code
+    except RecursionError:
+        err = QuerySyntaxError("the query nests too deeply (parentheses or patterns); simplify it")
+        print(err.render(), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        _cancel()
+        print("cancelled", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_CANCELLED)  # py4j threads would print their own tracebacks on a normal exit
+    except BrokenPipeError:
+        os._exit(0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""Run options: enums for every choice a user can make, and one frozen
+`RunOptions` value, validated once where the CLI or the Python API hands
+options in.  Every later stage takes the enums and never re-validates.
+
+This module is the base of the compiler: it imports nothing from cetql but
+the errors, so every stage (semantics, logical, Spark, kernels) may import it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from enum import StrEnum
+
+from .errors import UsageError
+
+
+class TrendSet(StrEnum):
+    """Which trends a query returns or aggregates over (SEMANTICS.md)."""
+
+    ALL = "ALL"
+    COMPLETE = "COMPLETE"
+    MAXIMAL = "MAXIMAL"
+
+
+class Strategy(StrEnum):
+    """How detection extracts trends."""
+
+    LOCAL = "local"  # one worker's kernel per (window, partition) group
+    DISTRIBUTED = "distributed"  # ABI Algorithm 2: join-based path expansion
+
+
+class Kernel(StrEnum):
+    """How aggregation finds an event's predecessors."""
+
+    INDEX = "index"  # the ABI attribute index (hash / Fenwick), O(n log n)
+    SCAN = "scan"  # GRETA's own predecessor scan, O(n^2): for comparisons
+
+
+class Exact(StrEnum):
+    """How exact counts and sums leave Spark."""
+
+    DECIMAL = "decimal"  # DECIMAL(38, s); a larger value is an error
+    STRING = "string"  # every digit, as text
+
+
+class OutputMode(StrEnum):
+    """What writing does when the output path exists (Spark's own words)."""
+
+    ERROR = "error"
+    OVERWRITE = "overwrite"
+    APPEND = "append"
+    IGNORE = "ignore"
+
+
+class OutputFormat(StrEnum):
+    PARQUET = "parquet"
+    CSV = "csv"
+    JSON = "json"
+
+
+DEFAULT_MAX_TRENDS = 10_000_000
+
+# Units of a numeric time column, in units per second.
+TIME_UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+def _enum(cls, value, what: str):
+    if value is None or isinstance(value, cls):
+        return value
+    if isinstance(value, str):
+        for member in cls:
+            if value.strip().lower() == member.value.lower():
+                return member
+    choices = ", ".join(m.value.lower() for m in cls)
+    raise UsageError(f"unknown {what} {value!r}; expected one of {choices}")
+
+
+def _count(value, what: str, *, allow_zero: bool) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            as_float = float(value)
+        except (TypeError, ValueError):
+            raise UsageError(f"{what} must be a whole number, not {value!r}") from None
+        if not math.isfinite(as_float) or as_float != int(as_float):
+            raise UsageError(f"{what} must be a whole number, not {value!r}")
+        value = int(as_float)
+    if value < 0 or (value == 0 and not allow_zero):
+        raise UsageError(f"{what} must be {'zero or ' if allow_zero else ''}positive, not {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything that changes how a query runs, beside its text.
+
+    `trends` and `strategy` are None when the query (or the planner) decides;
+    the plan records which was used and why."""
+
+    trends: TrendSet | None = None
+    strategy: Strategy | None = None
+    approx: bool = False
+    exact: Exact = Exact.DECIMAL
+    kernel: Kernel = Kernel.INDEX
+    with_rows: bool = False
+    partitions: int | None = None
+    max_trends: int = DEFAULT_MAX_TRENDS  # per (window, group); 0: no limit
+    time_col: str = "ts"
+    time_unit: str = "s"  # what one unit of a numeric time column is: s, ms, us or ns
+    id_col: str | None = None
+    drop_invalid: bool = False
+    memory_budget: int | None = None  # bytes per group's extraction; None: a fraction of the executor's memory
+
+    @classmethod
+    def of(cls, options: RunOptions | None = None, **keywords) -> RunOptions:
+        """Validate keywords (Python spellings or CLI strings) into options,
+        on top of `options`.  Unknown keywords and bad values are a
+        `UsageError` naming them."""
+        base = options or cls()
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(keywords) - names)
+        if unknown:
+            raise UsageError(f"unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+        given = {k: v for k, v in keywords.items() if v is not None or k in ("trends", "strategy", "id_col")}
+        if "trends" in given:
+            given["trends"] = _enum(TrendSet, given["trends"], "trend set")
+        if "strategy" in given:
+            given["strategy"] = _enum(Strategy, given["strategy"], "strategy")
+        if "exact" in given:
+            given["exact"] = _enum(Exact, given["exact"], "exact mode")
+        if "kernel" in given:
+            given["kernel"] = _enum(Kernel, given["kernel"], "kernel")
+        for flag in ("approx", "with_rows", "drop_invalid"):
+            if flag in given and not isinstance(given[flag], bool):
+                raise UsageError(f"{flag} must be True or False, not {given[flag]!r}")
+        if "partitions" in given:
+            given["partitions"] = _count(given["partitions"], "partitions", allow_zero=False)
+        if "max_trends" in given:
+            given["max_trends"] = _count(given["max_trends"], "max_trends", allow_zero=True)
+        if "memory_budget" in given:
+            given["memory_budget"] = _count(given["memory_budget"], "memory_budget", allow_zero=False)
+        if "time_unit" in given:
+            unit = str(given["time_unit"]).strip().lower()
+            if unit not in TIME_UNITS:
+                raise UsageError(f"unknown time unit {given['time_unit']!r}; expected one of {', '.join(TIME_UNITS)}")
+            given["time_unit"] = unit
+        for col in ("time_col", "id_col"):
+            if col in given and given[col] is not None:
+                if not isinstance(given[col], str) or not given[col].strip():
+                    raise UsageError(f"{col} must be a column name, not {given[col]!r}")
+        return replace(base, **given)

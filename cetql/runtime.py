@@ -1,0 +1,198 @@
+"""Binding a compiled query to its inputs and running it on Spark.
+
+`execute` reads every input's columns and types with the one reader
+(`planner.spark.reader`), plans the query for them (the pure rules, so the
+plan is exactly what `--explain --input` shows), and compiles the plan to a
+lazy DataFrame.  `Execution` keeps the plan that runs beside the DataFrame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame
+
+from .errors import QueryError, SchemaError, UsageError
+from .options import RunOptions
+from .planner.logical.build import build
+from .planner.logical.plan import Inputs, LogicalPlan
+from .planner.semantics.bind import bind
+from .planner.semantics.schema import NUMERIC, OTHER, STRING, TIMESTAMP, Schema
+from .planner.spark import reader
+from .planner.spark.compiler import Input, compile_events, compile_plan
+from .session import get_spark
+
+
+@dataclass
+class Execution:
+    """A query bound to its inputs: the plan that runs and its DataFrame."""
+
+    plan: LogicalPlan
+    inputs: dict[str | None, Input]
+    spark: object
+    source: str  # the query text, for messages
+    _df: object = None
+
+    @property
+    def dataframe(self):
+        if self._df is None:
+            self._df = compile_plan(self.plan, self.inputs)
+        return self._df
+
+    def events(self):
+        """(the scanned events, the name of their id column)."""
+        return compile_events(self.plan, self.inputs)
+
+
+def execute(compiled, data, typed: dict, *, spark, params: dict, options: RunOptions) -> Execution:
+    spark = spark or get_spark()
+    inputs = resolve(spark, data, typed)
+    known = describe_inputs(inputs, options.time_col)
+    pattern_types = {p.type for p in compiled.query.positions.values()}
+    unknown = set(known.types) - pattern_types
+    if unknown:
+        raise UsageError(
+            f"input bound to type(s) {', '.join(sorted(unknown))} that the pattern does not use "
+            f"(its types: {', '.join(sorted(pattern_types))})"
+        )
+    if options.id_col is not None:
+        for name, inp in inputs.items():
+            if options.id_col not in inp.df.columns:
+                where = f"input {name}" if name else "the input"
+                raise SchemaError(
+                    f"id column '{options.id_col}' is not in {where} (columns: {', '.join(inp.df.columns)})"
+                )
+    plan = plan_for(compiled, params, options, known)
+    return Execution(plan, inputs, spark, compiled.source)
+
+
+def plan_for(compiled, params: dict, options: RunOptions, inputs: Inputs) -> LogicalPlan:
+    """The plan for known inputs: bind again with their columns (every
+    parameter must now be bound) and apply the rules."""
+    try:
+        query = bind(compiled.ast, params, inputs.schema, strict_params=True, time_col=options.time_col)
+        return build(query, options, inputs)
+    except QueryError as e:
+        raise e.with_source(compiled.source) from None
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def resolve(spark, data, typed: dict) -> dict[str | None, Input]:
+    """{type name or None: Input} from what the user gave."""
+    given: dict = {}
+    if isinstance(data, dict):
+        given.update(data)
+    elif data is not None:
+        given[None] = data
+    for k, v in typed.items():
+        if k in given:
+            raise UsageError(f"type '{k}' is bound to two inputs")
+        given[k] = v
+    if not given:
+        raise UsageError("no input: give a DataFrame, a path or a table name")
+    if None in given and len(given) > 1:
+        raise UsageError("give either one untyped input or inputs bound to type names (Type=...), not both")
+    out = {}
+    for name, value in given.items():
+        if isinstance(value, DataFrame):
+            out[name] = Input(value)
+        elif isinstance(value, (str, Path)):
+            out[name] = read_input(spark, value)
+        else:
+            raise UsageError(f"input {name or ''} is a {type(value).__name__}; give a DataFrame, a path or a table name")
+    return out
+
+
+def read_input(spark, spec) -> Input:
+    text = str(spec)
+    if Path(text).exists():
+        source = reader.describe(text)
+        return Input(reader.read(spark, source), source)
+    if not any(c in text for c in "/\\") and _table_exists(spark, text):
+        return Input(spark.table(text))
+    raise UsageError(f"input '{text}' is neither a file nor a table or view")
+
+
+def _table_exists(spark, name: str) -> bool:
+    try:
+        return spark.catalog.tableExists(name)
+    except Exception:  # a name Spark cannot parse as a table name
+        return False
+
+
+def describe_inputs(inputs: dict[str | None, Input], time_col: str) -> Inputs:
+    """What the planner needs to know of the inputs."""
+    return summarize(
+        {
+            name: (
+                inp.source.schema if inp.source is not None else reader.from_spark(inp.df.schema),
+                inp.source is not None and any(c.nanos and c.name == time_col for c in inp.source.columns),
+                inp.source.name if inp.source is not None else "a DataFrame",
+            )
+            for name, inp in inputs.items()
+        },
+        time_col,
+    )
+
+
+def summarize(described: dict[str | None, tuple[Schema, bool, str]], time_col: str) -> Inputs:
+    """Inputs from each input's (schema, nanosecond time?, label)."""
+    cols: dict[str, tuple] = {}
+    kinds = set()
+    for name, (schema, nanos, _label) in described.items():
+        kinds.add(time_kind(schema, time_col, nanos, name))
+        for c in schema.columns:
+            prev = cols.get(c[0])
+            if prev is not None and OTHER not in (prev[1], c[1]) and prev[1] != c[1]:
+                raise SchemaError(
+                    f"column '{c[0]}' is {prev[2]} in one input and {c[2]} in another; give it one type"
+                )
+            if prev is None or prev[1] == OTHER:
+                cols[c[0]] = c
+    kinds.discard(None)
+    if len(kinds) > 1:
+        raise SchemaError(f"time column '{time_col}' is a timestamp in one input and a number in another")
+    return Inputs(
+        typed=None not in described,
+        types=tuple(sorted(k for k in described if k is not None)),
+        schema=Schema(tuple(cols.values())),
+        time_kind=next(iter(kinds)) if kinds else "numeric",
+        names=tuple(label for _, _, label in described.values()),
+    )
+
+
+def describe_paths(specs: dict[str | None, str], time_col: str) -> Inputs | None:
+    """What can be learnt of inputs without Spark: paths are described by the
+    reader; a table name needs Spark (None)."""
+    if not specs or not all(Path(str(v)).exists() for v in specs.values()):
+        return None
+    described = {}
+    for name, spec in specs.items():
+        source = reader.describe(spec)
+        nanos = any(c.nanos and c.name == time_col for c in source.columns)
+        described[name] = (source.schema, nanos, source.name)
+    return summarize(described, time_col)
+
+
+def time_kind(schema: Schema, time_col: str, nanos: bool, name=None) -> str | None:
+    found = schema.lookup(time_col)
+    where = f"input {name}" if name else "the input"
+    if found is None:
+        raise SchemaError(
+            f"time column '{time_col}' is not in {where} (columns: {', '.join(schema.names())}); "
+            "name it with --time-col"
+        )
+    cls, written = found
+    if nanos:
+        return "timestamp_ns"
+    if cls == TIMESTAMP:
+        return "timestamp"
+    if cls == NUMERIC:
+        return "numeric"
+    if cls == OTHER:
+        return None  # no value seen (an empty input): any kind fits
+    what = "text" if cls == STRING else written
+    raise SchemaError(f"time column '{time_col}' is {what}; it must be a timestamp or a number")

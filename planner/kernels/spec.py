@@ -1,0 +1,187 @@
+"""The kernel spec: what a Spark Python worker needs to run a kernel over its
+partition, as plain frozen values — strings, numbers, tuples, frozensets and
+the enums of `cetql.options`.  No AST, no Spark objects, no closures: a spec
+pickles small and means the same on every worker.
+
+The logical plan is lowered to a spec on the driver (`cetql.planner.lower`);
+the kernels (`graph`, `greta`, `aseq`, `process`) read it.
+
+Expressions
+-----------
+An `Expr` is a plain tuple tree, evaluated with SQL three-valued logic (a
+null operand makes a comparison or an arithmetic result null; a null
+predicate is false; division or modulo by zero is null):
+
+    ("lit", value)           a constant: int, float, Decimal, str, bool or None
+    ("col", slot, column)    the value of `column` for the event in `slot`
+    ("neg", x)               -x
+    ("arith", op, a, b)      op in "+", "-", "*", "/", "%"
+    ("cmp", op, a, b)        op in "=", "!=", "<", "<=", ">", ">="
+    ("and", (x, ...))        ("or", (x, ...))        ("not", x)
+    ("when", cond, x)        x where cond is true, else null (column definitions only)
+
+Slots: "self" for an expression over one event (column definitions),
+"prev" and "next" for an edge predicate (the earlier and the later event of
+a step), and state names for a cross predicate.
+
+Input tables
+------------
+A kernel's input is an Arrow table sorted by `Columns.group` then time then
+id; every distinct value of the group columns is one (window, partition)
+group, and a group is processed on its own.  The other columns are named in
+the spec (state masks, the `lval`/`h` sides of indexed edge predicates,
+attribute columns read by `others`/`cross` expressions, aggregate values).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cetql.options import Exact, Kernel, TrendSet
+
+Expr = tuple
+
+# Comparators an indexed edge predicate may use, written `next.lval OP h(prev)`.
+RANGE_OPS = ("<", "<=", ">", ">=")
+
+# How a transition finds the successors of an event (decided by the plan):
+HASH = "hash"  # equal[0]: a hash from value to the events with that lval (ABI attribute vertex)
+RANGE = "range"  # ranges[0]: events sorted by lval, the range that satisfies OP h(prev)
+SCAN = "scan"  # every later event that may take the target state (candidate pairs)
+INDEXES = (HASH, RANGE, SCAN)
+
+
+@dataclass(frozen=True)
+class State:
+    """One position of the pattern's template."""
+
+    name: str  # the variable, or the type when it has none
+    mask: str  # boolean column: the event may take this state (type and vertex predicates hold)
+    repeated: bool = False  # under `+`/`*`: binds several events
+
+
+@dataclass(frozen=True)
+class Transition:
+    """Template transition source → target and the edge predicates that must
+    hold between an event at `source` and the next event of the trend at
+    `target` (which is strictly later in time)."""
+
+    source: str
+    target: str
+    equal: tuple[tuple[str, str], ...] = ()  # (lval column, h column): next.lval = h(prev)
+    ranges: tuple[tuple[str, str, str], ...] = ()  # (lval column, op, h column): next.lval OP h(prev)
+    others: tuple[Expr, ...] = ()  # any other predicate, slots "prev" and "next"
+    index: str = SCAN  # HASH (uses equal[0]), RANGE (ranges[0]) or SCAN; the rest is checked per pair
+
+
+@dataclass(frozen=True)
+class Cross:
+    """A predicate between variables that are not consecutive in a trend
+    (CET Q2's `a.rate * 2 < b.rate`).  It applies once every state it names
+    is bound, and then holds for every element of a repeated state."""
+
+    states: tuple[str, ...]
+    expr: Expr  # slots: the state names
+
+
+@dataclass(frozen=True)
+class Negation:
+    """A negated sub-pattern (GRETA §5).  A trend of `template` may not lie
+    strictly between an event at a `previous` state and the next event at a
+    `following` state; with `previous` empty it may not end before the
+    trend's first event (it is anchored to the window's start), with
+    `following` empty it may not start after the trend's last event."""
+
+    template: TemplateSpec
+    previous: frozenset[str]
+    following: frozenset[str]
+
+
+@dataclass(frozen=True)
+class TemplateSpec:
+    """GRETA's template (the Glushkov automaton of the positive pattern):
+    a trend is a sequence of events, strictly increasing in time, that walks
+    from a `start` state to an `end` state along `transitions`, each event
+    taking a state its mask allows, with every predicate holding."""
+
+    states: tuple[State, ...]
+    start: frozenset[str]
+    end: frozenset[str]
+    transitions: tuple[Transition, ...]
+    cross: tuple[Cross, ...] = ()
+    negations: tuple[Negation, ...] = ()
+
+    def state(self, name: str) -> State:
+        return next(s for s in self.states if s.name == name)
+
+
+@dataclass(frozen=True)
+class Columns:
+    """Column names of a kernel's input table (chosen by the plan so that they
+    cannot clash with the user's columns)."""
+
+    group: tuple[str, ...]  # the window index first, then the partition keys
+    time: str
+    id: str
+    row: str | None = None  # a struct of the input row, carried into `rows` (detection with rows)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a worker needs to name a window and a group in an error."""
+
+    time_kind: str  # "numeric" or "timestamp" (window bounds in microseconds since the epoch)
+    window_length: int | float
+    window_slide: int | float
+    key_names: tuple[str, ...] = ()  # the partition keys, as the user wrote them
+
+
+@dataclass(frozen=True)
+class DetectSpec:
+    columns: Columns
+    template: TemplateSpec
+    trend_set: TrendSet
+    context: Context
+    max_trends: int = 0  # refuse a group that would return more trends (0: no limit)
+    memory_budget: int | None = None  # bytes an extraction may hold; None: no limit
+    batch_rows: int = 65536  # trends per output Arrow batch
+
+
+# Aggregation algorithms (decided by the plan):
+GRETA = "greta"  # propagate along the template from predecessors
+ASEQ = "aseq"  # A-Seq prefix counters: COUNT(*) of a fixed-length SEQ
+KLEENE_COUNT = "kleene-count"  # COUNT(*) of E+ with at most one equal or range predicate: plain numbers
+
+# How COMPLETE trends are aggregated (decided by the plan):
+PER_STATE = "per-state"  # every event can take at most one state: start/end rules per (event, state)
+DETERMINIZED = "determinized"  # events may take several states: propagate sets of runs per event sequence
+
+
+@dataclass(frozen=True)
+class Target:
+    """One aggregate: COUNT(*) (`state` None), COUNT(E), SUM/MIN/MAX/AVG(E.x)."""
+
+    func: str  # "COUNT", "SUM", "MIN", "MAX", "AVG"
+    state: str | None  # the state of E
+    value: str | None  # the column of E.x
+    kind: str  # the value's type: "int", "decimal:<scale>" or "double"
+    name: str  # the output column, as written (`SUM(M.cpu)`)
+
+
+@dataclass(frozen=True)
+class AggregateSpec:
+    columns: Columns
+    template: TemplateSpec
+    targets: tuple[Target, ...]
+    trend_set: TrendSet  # ALL or COMPLETE
+    context: Context
+    algorithm: str = GRETA
+    complete: str = PER_STATE  # for TrendSet.COMPLETE
+    kernel: Kernel = Kernel.INDEX
+    approx: bool = False
+    exact: Exact = Exact.DECIMAL
+    output_keys: tuple[str, ...] = ()  # group columns after the window that are output (GROUP-BY)
+    output_names: tuple[str, ...] = ()  # their names as the user wrote them
+    # Equivalence attributes that split a group into independent parts:
+    shared_subkeys: tuple[str, ...] = ()  # of every event (a null value: the event is in no trend)
+    state_subkeys: tuple[str, ...] = ()  # of one variable's events (null: the event belongs to every part)
