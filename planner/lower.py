@@ -191,7 +191,7 @@ def lower(plan: LogicalPlan, columns: tuple[str, ...] = ()) -> Physical:
             end=t.end,
             transitions=tuple(transition(transitions[(p, q)]) for p, q, _ in t.transitions),
             cross=cross,
-            negations=tuple(K.Negation(template(n.template), n.previous, n.following) for n in t.negatives),
+            negations=tuple(K.Negation(template(n.template), n.pairs, n.starts, n.ends) for n in t.negatives),
         )
 
     tspec = template(root.template)

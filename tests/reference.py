@@ -110,9 +110,10 @@ def predicate_holds(pred, binding, params) -> bool:
                 # no neighbour referenced: the predicate holds for every element
                 choices.append([(var, names, {role: x for role in roles}) for x in value])
             else:
-                # consecutive pairs (x, y): c[i-1] and bare c (with NEXT) read x,
-                # c[i+1] and NEXT(c) read y; c[i] reads y beside c[i-1], x beside c[i+1]
-                earlier = {"prev", "plain"} | ({"cur"} if "next" in roles else set())
+                # consecutive pairs (x, y) (SEMANTICS.md, Predicates): c[i-1] reads x and
+                # c[i+1] / NEXT(c) read y; c[i] and bare c read y beside c[i-1], x beside
+                # c[i+1] or NEXT(c)
+                earlier = {"prev"} | ({"plain", "cur"} if "next" in roles else set())
                 pairs = [{role: (x if role in earlier else y) for role in roles} for x, y in zip(value, value[1:])]
                 choices.append([(var, names, o) for o in pairs])
         else:

@@ -87,14 +87,16 @@ class Cross:
 @dataclass(frozen=True)
 class Negation:
     """A negated sub-pattern (GRETA §5).  A trend of `template` may not lie
-    strictly between an event at a `previous` state and the next event at a
-    `following` state; with `previous` empty it may not end before the
-    trend's first event (it is anchored to the window's start), with
-    `following` empty it may not start after the trend's last event."""
+    strictly between the two events of a step in `pairs` (source, target);
+    may not end before the trend's first event when that event is at a state
+    in `starts` (the negation is anchored to the window's start); may not
+    start after the trend's last event when that event is at a state in
+    `ends` (anchored to the window's end)."""
 
     template: TemplateSpec
-    previous: frozenset[str]
-    following: frozenset[str]
+    pairs: frozenset[tuple[str, str]]
+    starts: frozenset[str] = frozenset()
+    ends: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -204,7 +204,7 @@ def indexes(d: Draft) -> Draft:
     pairs = []
 
     def walk(t):
-        between.update((p, n) for neg in t.negatives for p in neg.previous for n in neg.following)
+        between.update(pair for neg in t.negatives for pair in neg.pairs)
         pairs.extend((p, n) for p, n, _ in t.transitions)
         for neg in t.negatives:
             walk(neg.template)

@@ -335,6 +335,9 @@ def implied_equivalences(template: Template, preds: list[ir.Predicate]) -> list[
     `Kindle.userId=KindleCase.userId=Stylus.userId`, or `a.g = b.g` with b a
     Kleene part): its conjuncts are replaced by one `[x]`."""
     positive = {p.name for p in template.positions}
+    if not all(template.required(p) for p in positive):
+        # an absent variable makes `a.x = b.x` vacuous, an equivalence never is
+        return preds
     if template.negatives:
         # a negated event blocks whatever its attributes: partitioning by x
         # would hide the blocking events of other values
@@ -359,18 +362,12 @@ def implied_equivalences(template: Template, preds: list[ir.Predicate]) -> list[
     for attr, ps in by_attr.items():
         # union the variables the equalities link, per attribute
         parent: dict[str, str] = {}
-
-        def find(x):
-            while parent.setdefault(x, x) != x:
-                x = parent[x]
-            return x
-
         for p in ps:
             a, b = (p.source, p.target) if isinstance(p, ir.EdgePredicate) else p.positions
-            parent[find(a)] = find(b)
+            parent[_find(parent, a)] = _find(parent, b)
         groups: dict[str, set] = {}
         for v in list(parent):
-            groups.setdefault(find(v), set()).add(v)
+            groups.setdefault(_find(parent, v), set()).add(v)
         if any(g == positive for g in groups.values()):
             first = out.index(ps[0])
             text = " AND ".join(p.text for p in ps)
@@ -384,3 +381,9 @@ def implied_equivalences(template: Template, preds: list[ir.Predicate]) -> list[
             out = [p for p in out if p not in ps]
             out.insert(min(first, len(out)), key)
     return out
+
+
+def _find(parent: dict, x):
+    while parent.setdefault(x, x) != x:
+        x = parent[x]
+    return x

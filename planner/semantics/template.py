@@ -43,18 +43,24 @@ class Position:
 
 @dataclass(frozen=True)
 class Negative:
-    """A negated sub-pattern and where it sits in the positive pattern."""
+    """A negated sub-pattern and where it sits in the positive pattern:
+    between which positions (`previous`, `following`), and exactly which
+    steps it constrains (`pairs`: no trend of it strictly between the two
+    events), which starts (`starts`: none ending before the trend's first
+    event) and which ends (`ends`: none starting after the last)."""
 
     template: Template
     previous: frozenset[str]
     following: frozenset[str]
     pos: A.Pos | None = field(default=None, compare=False)
+    pairs: frozenset[tuple[str, str]] = frozenset()
+    starts: frozenset[str] = frozenset()
+    ends: frozenset[str] = frozenset()
 
     @property
     def case(self) -> str:
-        if self.previous and self.following:
-            return "between"
-        return "after" if self.previous else "before"
+        kinds = [k for k, v in (("before", self.starts), ("between", self.pairs), ("after", self.ends)) if v]
+        return " and ".join(kinds) or "between"
 
 
 @dataclass(frozen=True)
@@ -114,9 +120,28 @@ class Template:
 
     @property
     def fixed_length(self) -> bool:
-        """SEQ(E1, …, En) of single events (A-Seq's domain): no Kleene part
-        (the only source of cycles), one START and one END."""
-        return not any(p.repeated for p in self.positions) and len(self.start) == 1 and len(self.end) == 1
+        """SEQ(E1, …, En) of single, required events (A-Seq's domain): the
+        transitions form one chain from the START to the END."""
+        if any(p.repeated for p in self.positions) or len(self.start) != 1 or len(self.end) != 1:
+            return False
+        succ = {}
+        for p, q, _ in self.transitions:
+            if p in succ:
+                return False
+            succ[p] = q
+        chain = [next(iter(self.start))]
+        while chain[-1] in succ and len(chain) <= len(self.positions):
+            chain.append(succ[chain[-1]])
+        return len(chain) == len(self.positions) and chain[-1] in self.end
+
+    def required(self, name: str) -> bool:
+        """Does every trend bind position `name` (no START → END path avoids it)?"""
+        g = self.graph()
+        g.remove_node(name)
+        starts, ends = self.start - {name}, self.end - {name}
+        if starts & ends:
+            return False
+        return not any(nx.has_path(g, s, e) for s in starts for e in ends)
 
     @property
     def single_kleene(self) -> Position | None:
@@ -220,8 +245,9 @@ class _Frag:
 
 
 class _Builder:
-    def __init__(self, names: dict[int, str]):
+    def __init__(self, names: dict[int, str], top=None):
         self.names = names
+        self.top = top  # the whole pattern: its SEQ may start or end with a negation
         self.positions: dict[str, Position] = {}
         self.transitions: dict[tuple[str, str], set[str]] = {}
         self.negatives: list[Negative] = []
@@ -240,21 +266,33 @@ class _Builder:
             case A.Kleene(sub=sub, op=op):
                 loops = op in "+*"
                 f = self.build(sub, repeated or loops, loops and isinstance(sub, A.EventPattern))
+                if loops and f.nullable:
+                    raise QuerySemanticError(
+                        f"'{op}' repeats a part that can match no event (every part of it is optional or negated); "
+                        "make one of its parts required",
+                        p.pos,
+                    )
                 if loops:
                     self.link(f.last, f.first, "+")
                 return _Frag(f.nullable or op in "*?", f.first, f.last)
             case A.Seq(items=items):
-                return self._seq(items, repeated)
+                return self._seq(items, repeated, top=p is self.top)
             case A.Negation():
                 raise QuerySemanticError(
                     "negation must stand inside a SEQ, between, before or after positive sub-patterns", p.pos
                 )
         raise TypeError(p)
 
-    def _seq(self, items, repeated) -> _Frag:
+    def _seq(self, items, repeated, top: bool) -> _Frag:
         frags: list[tuple[int, _Frag]] = []
         negations: list[tuple[int, A.Negation]] = []
         for k, item in enumerate(items):
+            if isinstance(item, A.Negation) and not top and k in (0, len(items) - 1):
+                raise QuerySemanticError(
+                    "a negation at the start or end of a nested or repeated SEQ has no clear neighbours; place it "
+                    "between positive parts, or at the start or end of the whole pattern",
+                    item.pos,
+                )
             if isinstance(item, A.Negation):
                 if negations and negations[-1][0] == k - 1:
                     raise QuerySemanticError(
@@ -285,19 +323,40 @@ class _Builder:
         for k, neg in negations:
             before = [f for i, f in frags if i < k]
             after = [f for i, f in frags if i > k]
-            prev: set[str] = set()
-            for f in reversed(before):
-                prev |= f.last
-                if not f.nullable:
-                    break
-            follow: set[str] = set()
-            for f in after:
-                follow |= f.first
-                if not f.nullable:
-                    break
+            closed_before = any(not f.nullable for f in before)
+            closed_after = any(not f.nullable for f in after)
+            if not top and not (closed_before and closed_after):
+                raise QuerySemanticError(
+                    "a negation inside a nested or repeated SEQ needs a required part before and after it in that "
+                    "SEQ (so its neighbours are clear); move it between required parts, or to the whole pattern",
+                    neg.pos,
+                )
+            prev = _edge_set(reversed(before), "last")
+            follow = _edge_set(after, "first")
+            # the steps that pass over the negation: every link from a part before it to a part after it
+            pairs = set()
+            for ia, fa in ((i, f) for i, f in frags if i < k):
+                for ib, fb in ((i, f) for i, f in frags if i > k):
+                    if all(f.nullable for i, f in frags if ia < i < ib):
+                        pairs |= {(x, y) for x in fa.last for y in fb.first}
+            starts = frozenset(follow) if not closed_before else frozenset()
+            ends = frozenset(prev) if not closed_after else frozenset()
             sub = build_template(neg.sub, self.names, negated=True)
-            self.negatives.append(Negative(sub, frozenset(prev), frozenset(follow), neg.pos))
+            self.negatives.append(
+                Negative(sub, frozenset(prev), frozenset(follow), neg.pos, frozenset(pairs), starts, ends)
+            )
         return _Frag(nullable, frozenset(first), frozenset(last))
+
+
+def _edge_set(frags, side: str) -> set[str]:
+    """The positions at one edge of a run of parts: through nullable parts
+    up to the first required one."""
+    out: set[str] = set()
+    for f in frags:
+        out |= getattr(f, side)
+        if not f.nullable:
+            break
+    return out
 
 
 def build_template(pattern: A.Pattern, names: dict[int, str] | None = None, negated: bool = False) -> Template:
@@ -307,8 +366,9 @@ def build_template(pattern: A.Pattern, names: dict[int, str] | None = None, nega
         raise QuerySemanticError(
             "a pattern cannot be only a negation: NOT needs a positive sub-pattern beside it", pattern.pos
         )
-    b = _Builder(names)
-    frag = b.build(pattern.sub if isinstance(pattern, A.Negation) else pattern)
+    body = pattern.sub if isinstance(pattern, A.Negation) else pattern
+    b = _Builder(names, top=body)
+    frag = b.build(body)
     if frag.nullable:
         raise QuerySemanticError(
             "the pattern can match an empty trend (every part is optional); make at least one part required, e.g. A+ instead of A*",

@@ -1,0 +1,36 @@
+"""Errors a kernel raises inside a Spark worker.  Each message is one line
+that names the window and the group and says what to do; the driver shows it
+as it is (`cetql.failures`)."""
+
+from __future__ import annotations
+
+from cetql.errors import CetqlError
+
+from .spec import Context
+
+
+class TrendLimitExceeded(CetqlError):
+    """A (window, group) would return more trends than --max-trends allows."""
+
+
+class AggregateOverflow(CetqlError):
+    """An exact aggregate does not fit its output type."""
+
+
+def describe_window(context: Context, k: int) -> str:
+    start = k * context.window_slide
+    end = start + context.window_length
+    if context.time_kind in ("timestamp", "timestamp_ns"):
+        import datetime as dt
+
+        scale = 1_000_000 if context.time_kind == "timestamp" else 1_000_000_000
+        epoch = dt.datetime(1970, 1, 1)
+        a = epoch + dt.timedelta(microseconds=start * 1_000_000 / scale)
+        b = epoch + dt.timedelta(microseconds=end * 1_000_000 / scale)
+        return f"window [{a.isoformat(sep=' ')}, {b.isoformat(sep=' ')})"
+    return f"window [{start}, {end})"
+
+
+def describe_group(names, values) -> str:
+    pairs = [f"{n}={v!r}" for n, v in zip(names, values)]
+    return "group " + ", ".join(pairs) if pairs else "the whole window"

@@ -1,0 +1,581 @@
+"""Detection over the template graph, for every pattern the language accepts.
+
+The run graph of one group has a node per (event, state) the state's mask
+allows and an edge (e, p) → (f, q) where (p, q) is a transition, t_e < t_f,
+every predicate of the step holds and no negated trend lies strictly
+between (see `template`).  Successors come from the ABI index the plan chose
+per transition: a hash on the value (equal), a sorted index swept backwards
+in time (range: `index.later_in_range`), or every later event (scan); the
+remaining predicates are checked per candidate pair.
+
+A trend is an event *sequence*; a pattern may match one sequence by several
+runs (repeated types), so sequences are enumerated carrying the set of runs
+(*configurations*) that reach their last event:
+
+- a START configuration: a run from a start node;
+- a *poison* configuration: a run from τ's first event at a state q0 that
+  some earlier start node leads into — if it reaches an end node, e·τ is a
+  trend, so τ is prependable;
+- cross predicates (`a.rate * 2 < b.rate`) are checked as states bind, with
+  the events they still need kept in the configuration.
+
+COMPLETE: some START configuration ends τ at an end node, no poison one
+does, and no START configuration has an edge to an end node (nothing can be
+appended).  ALL: some START configuration ends at an end node.  MAXIMAL:
+complete, and no event can be inserted between two consecutive events.
+Pruning keeps the cost with the output: configurations that cannot reach an
+end node are dropped; a prefix whose START configurations are all matched by
+poison ones (same state and context) can only ever be vetoed, and is dropped.
+
+Where every event of a group can take one state and there are no cross
+predicates (E+, SEQ over distinct types), the configurations are single
+nodes and the walk is a DFS over nodes: from start nodes no start node
+precedes (COMPLETE), emitting at end nodes with no edge to an end node; for
+MAXIMAL along split-free edges only (no (k, r) between).  Every walk is
+iterative (no recursion limit) and yields trends as it finds them.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+from itertools import product
+
+from . import spec as K
+from .expr import Row, compile_expr
+from .index import later_in_range, usable
+from .template import GroupTemplate
+
+
+class Graph:
+    """The run graph of one group; node ids are `event * S + state index`."""
+
+    def __init__(self, gt: GroupTemplate):
+        self.gt = gt
+        times = gt.times
+        n, names = gt.n, gt.names
+        S = self.S = len(names)
+        self.names = names
+        self.index_of = {q: i for i, q in enumerate(names)}
+        self.times = times
+        self.first_later = [bisect.bisect_right(times, times[e]) for e in range(n)]
+        self.elig = [[e for e in range(n) if gt.masks[q][e] is True] for q in names]
+        self.node = bytearray(n * S)
+        for qi, events in enumerate(self.elig):
+            for e in events:
+                self.node[e * S + qi] = 1
+        self.start = bytearray(n * S)
+        self.end = bytearray(n * S)
+        for qi, q in enumerate(names):
+            for e in self.elig[qi]:
+                if gt.start_ok(e, q):
+                    self.start[e * S + qi] = 1
+                if gt.end_ok(e, q):
+                    self.end[e * S + qi] = 1
+        self.succ: list[list[int]] = [[] for _ in range(n * S)]
+        by_source: dict[int, int] = {}
+        for st in gt.steps:
+            self._add_step(st)
+            by_source[self.index_of[st.source]] = by_source.get(self.index_of[st.source], 0) + 1
+        for qi, count in by_source.items():
+            if count > 1:  # several transitions from one state: keep each list in event order
+                for e in self.elig[qi]:
+                    self.succ[e * S + qi].sort()
+        self._sets: dict[int, set] = {}
+
+    def _add_step(self, st) -> None:
+        S, p, q = self.S, self.index_of[st.source], self.index_of[st.target]
+        sources, targets = self.elig[p], self.elig[q]
+        if not sources or not targets:
+            return
+        first_later, succ = self.first_later, self.succ
+        rest = len(st.equal) + len(st.ranges) + len(st.others) + len(st.between)
+        if st.index == K.HASH and st.equal:
+            lv, h = st.equal[0]
+            skip = ("equal", 0)
+            buckets: dict = {}
+            for f in targets:
+                v = lv[f]
+                if usable(v):
+                    buckets.setdefault(v, []).append(f)
+            found = {}
+            for e in sources:
+                hv = h[e]
+                if not usable(hv):
+                    continue
+                bucket = buckets.get(hv)
+                if bucket:
+                    i = bisect.bisect_left(bucket, first_later[e])
+                    if i < len(bucket):
+                        found[e] = bucket[i:]
+        elif st.index == K.RANGE and st.ranges:
+            lv, op, h = st.ranges[0]
+            skip = ("range", 0)
+            found = later_in_range(self.times, sources, targets, lv, op, h)
+        else:
+            skip = None
+            found = {}
+            for e in sources:
+                i = bisect.bisect_left(targets, first_later[e])
+                if i < len(targets):
+                    found[e] = targets[i:]
+            rest += 1
+        exact = rest <= 1  # the index predicate was the only one
+        holds = st.holds
+        for e, cands in found.items():
+            out = succ[e * S + p]
+            if exact:
+                out.extend(f * S + q for f in cands)
+            else:
+                out.extend(f * S + q for f in cands if holds(e, f, skip))
+
+    def succ_set(self, v: int) -> set:
+        s = self._sets.get(v)
+        if s is None:
+            s = self._sets[v] = set(self.succ[v])
+        return s
+
+    def coreach(self, emit) -> bytearray:
+        """Nodes from which a node where `emit` holds can be reached."""
+        S, succ = self.S, self.succ
+        out = bytearray(len(succ))
+        for e in range(self.gt.n - 1, -1, -1):
+            for qi in range(S):
+                v = e * S + qi
+                if not self.node[v]:
+                    continue
+                if emit(v) or any(out[w] for w in succ[v]):
+                    out[v] = 1
+        return out
+
+
+# ---------------------------------------------------------------- per-state walk
+
+
+def _dfs(starts, walk, emit, alive) -> Iterator[list[int]]:
+    """Paths from each start along `walk`, through `alive` nodes, yielded
+    (as node lists) at each node where `emit` holds."""
+    for s in starts:
+        if not alive[s]:
+            continue
+        path = [s]
+        stack = [iter(walk[s])]
+        if emit(s):
+            yield path
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                stack.pop()
+                path.pop()
+                continue
+            if not alive[nxt]:
+                continue
+            path.append(nxt)
+            if emit(nxt):
+                yield path
+            stack.append(iter(walk[nxt]))
+
+
+def split_free(g: Graph) -> list[list[int]]:
+    """Each node's edges to nodes no other successor leads to: a step (v, w)
+    with some u, v → u → w, could take one more event in between."""
+    out = []
+    for ws in g.succ:
+        if len(ws) <= 1:
+            out.append(ws)
+            continue
+        keep = []
+        for w in ws:
+            tw = g.times[w // g.S]
+            split = False
+            for u in ws:
+                if g.times[u // g.S] >= tw:
+                    break
+                if w in g.succ_set(u):
+                    split = True
+                    break
+            if not split:
+                keep.append(w)
+        out.append(keep)
+    return out
+
+
+def per_state_walk(g: Graph, trend_set) -> Iterator[list[int]]:
+    S, succ, end, start = g.S, g.succ, g.end, g.start
+    starts = [v for v in range(len(succ)) if start[v]]
+    if str(trend_set) == "ALL":
+        alive = g.coreach(lambda v: end[v])
+        for path in _dfs(starts, succ, lambda v: end[v], alive):
+            yield [v // S for v in path]
+        return
+    preceded = bytearray(len(succ))  # a start node leads into it: prependable
+    for v in starts:
+        for w in succ[v]:
+            preceded[w] = 1
+    appendable = bytearray(len(succ))  # it leads to an end node
+    for v, ws in enumerate(succ):
+        for w in ws:
+            if end[w]:
+                appendable[v] = 1
+                break
+
+    def emit(v):
+        return end[v] and not appendable[v]
+
+    walk = split_free(g) if str(trend_set) == "MAXIMAL" else succ
+    if walk is succ:
+        alive = g.coreach(emit)
+    else:
+        alive = bytearray(len(succ))
+        for e in range(g.gt.n - 1, -1, -1):
+            for qi in range(S):
+                v = e * S + qi
+                if g.node[v] and (emit(v) or any(alive[w] for w in walk[v])):
+                    alive[v] = 1
+    for path in _dfs([v for v in starts if not preceded[v]], walk, emit, alive):
+        yield [v // S for v in path]
+
+
+# ---------------------------------------------------------------- configurations
+
+
+class _Cross:
+    """Cross predicates, and which states' events a configuration keeps."""
+
+    def __init__(self, g: Graph, spec: K.TemplateSpec, cols: dict):
+        self.g = g
+        self.cols = cols
+        self.preds = [(c.states, compile_expr(c.expr)) for c in spec.cross]
+        reach = _reachable(spec)
+        keep = set()
+        for states, _ in self.preds:
+            for x in states:
+                if any(y != x and y in reach[x] for y in states):
+                    keep.add(x)
+        self.keep = sorted(keep)
+        self.slot = {x: i for i, x in enumerate(self.keep)}
+        self.empty = tuple(() for _ in self.keep)
+        self.by_state: dict[str, list] = {}
+        for states, f in self.preds:
+            for x in states:
+                self.by_state.setdefault(x, []).append((states, f))
+
+    def ok(self, ctx: tuple, q: str, f: int) -> bool:
+        """The cross predicates that bind with event f at state q hold
+        (against every bound element of the other states)."""
+        for states, fn in self.by_state.get(q, ()):
+            others = [x for x in states if x != q]
+            bound = []
+            for x in others:
+                i = self.slot.get(x)
+                events = ctx[i] if i is not None else ()
+                if not events:
+                    break
+                bound.append(events)
+            else:
+                for combo in product(*bound):
+                    env = {q: Row(self.cols, f)}
+                    env.update({x: Row(self.cols, ev) for x, ev in zip(others, combo)})
+                    if fn(env) is not True:
+                        return False
+        return True
+
+    def bind(self, ctx: tuple, q: str, f: int) -> tuple:
+        i = self.slot.get(q)
+        if i is None:
+            return ctx
+        return ctx[:i] + (ctx[i] + (f,),) + ctx[i + 1 :]
+
+
+def _reachable(spec: K.TemplateSpec) -> dict[str, set]:
+    nxt: dict[str, set] = {s.name: set() for s in spec.states}
+    for t in spec.transitions:
+        nxt[t.source].add(t.target)
+    out = {}
+    for s in nxt:
+        seen, todo = set(), list(nxt[s])
+        while todo:
+            x = todo.pop()
+            if x not in seen:
+                seen.add(x)
+                todo += nxt[x]
+        out[s] = seen
+    return out
+
+
+START, POISON = 0, 1
+
+
+def config_walk(g: Graph, trend_set, spec: K.TemplateSpec, cols: dict) -> Iterator[list[int]]:
+    """Trends over sets of runs (see the module's docstring)."""
+    S, succ, end, start, names = g.S, g.succ, g.end, g.start, g.names
+    ts = str(trend_set)
+    cross = _Cross(g, spec, cols) if spec.cross else None
+    alive = g.coreach(lambda v: end[v])  # ignoring cross predicates: a sound pruning
+    poison_from: dict[int, list[int]] = {}
+    if ts != "ALL":
+        for v in range(len(succ)):
+            if start[v]:
+                for w in succ[v]:
+                    poison_from.setdefault(w, []).append(v)
+
+    def first_configs(e: int):
+        configs = set()
+        for qi in range(S):
+            v = e * S + qi
+            if not g.node[v] or not alive[v]:
+                continue
+            q = names[qi]
+            empty = cross.empty if cross else ()
+            if start[v] and (cross is None or cross.ok(empty, q, e)):
+                configs.add((START, qi, cross.bind(empty, q, e) if cross else ()))
+            for u in poison_from.get(v, ()):
+                ep, s0 = divmod(u, S)
+                if cross is None:
+                    configs.add((POISON, qi, ()))
+                    break
+                q0 = names[s0]
+                c0 = cross.bind(empty, q0, ep)
+                if cross.ok(c0, q, e):
+                    c1 = cross.bind(c0, q, e) if q0 in cross.slot else cross.bind(empty, q, e)
+                    configs.add((POISON, qi, c1))
+        return configs
+
+    def step(configs, last: int) -> dict[int, set]:
+        nexts: dict[int, set] = {}
+        for kind, qi, ctx in configs:
+            for w in succ[last * S + qi]:
+                if not alive[w]:
+                    continue
+                f, qj = divmod(w, S)
+                if cross is not None:
+                    q = names[qj]
+                    if not cross.ok(ctx, q, f):
+                        continue
+                    c2 = cross.bind(ctx, q, f)
+                else:
+                    c2 = ctx
+                nexts.setdefault(f, set()).add((kind, qj, c2))
+        return nexts
+
+    def viable(configs) -> bool:
+        goods = {(qi, ctx) for kind, qi, ctx in configs if kind == START}
+        if not goods:
+            return False
+        poisons = {(qi, ctx) for kind, qi, ctx in configs if kind == POISON}
+        return not goods <= poisons  # every good run matched by a vetoing one: never complete
+
+    def complete(configs, f: int) -> bool:
+        good = poison = False
+        for kind, qi, _ctx in configs:
+            if end[f * S + qi]:
+                if kind == START:
+                    good = True
+                else:
+                    poison = True
+        if not good:
+            return False
+        if ts == "ALL":
+            return True
+        if poison:
+            return False
+        for kind, qi, ctx in configs:  # nothing may be appended
+            if kind != START:
+                continue
+            for w in succ[f * S + qi]:
+                if end[w] and (cross is None or cross.ok(ctx, names[w % S], w // S)):
+                    return False
+        return True
+
+    for e0 in range(g.gt.n):
+        c0 = first_configs(e0)
+        if not viable(c0) if ts != "ALL" else not any(k == START for k, _, _ in c0):
+            continue
+        path = [e0]
+        history = [c0]
+        if complete(c0, e0) and (ts != "MAXIMAL" or not _insertable(g, path, history, cross)):
+            yield list(path)
+        nexts = step(c0, e0)
+        stack = [(nexts, iter(sorted(nexts)))]
+        while stack:
+            nexts, it = stack[-1]
+            f = next(it, None)
+            if f is None:
+                stack.pop()
+                path.pop()
+                history.pop()
+                continue
+            configs = nexts[f]
+            if ts == "ALL":
+                configs = {c for c in configs if c[0] == START}
+                if not configs:
+                    continue
+            elif not viable(configs):
+                continue
+            path.append(f)
+            history.append(configs)
+            if complete(configs, f) and (ts != "MAXIMAL" or not _insertable(g, path, history, cross)):
+                yield list(path)
+            more = step(configs, f)
+            stack.append((more, iter(sorted(more))))
+
+
+def _insertable(g: Graph, path: list[int], history: list[set], cross) -> bool:
+    """Can one event be inserted between two consecutive events of `path`
+    such that the result is again a trend?  `history[j]`: the configurations
+    at path[j]; only START ones matter."""
+    S, succ, end, names, times = g.S, g.succ, g.end, g.names, g.times
+    m = len(path) - 1
+    if m < 1:
+        return False
+    if cross is None:
+        # states at each position from which the rest of the path reaches an end node
+        back = [set() for _ in path]
+        back[m] = {qi for qi in range(S) if end[path[m] * S + qi]}
+        for j in range(m - 1, -1, -1):
+            nxt = path[j + 1]
+            back[j] = {qi for qi in range(S) if g.node[path[j] * S + qi]
+                       and any((nxt * S + q2) in g.succ_set(path[j] * S + qi) for q2 in back[j + 1])}  # fmt: skip
+        for j in range(m):
+            tn = times[path[j + 1]]
+            targets = {path[j + 1] * S + q2 for q2 in back[j + 1]}
+            for kind, qi, _ in history[j]:
+                if kind != START:
+                    continue
+                for w in succ[path[j] * S + qi]:
+                    if times[w // S] >= tn:
+                        break
+                    if targets & g.succ_set(w):
+                        return True
+        return False
+    for j in range(m):
+        tn = times[path[j + 1]]
+        for kind, qi, ctx in history[j]:
+            if kind != START:
+                continue
+            for w in succ[path[j] * S + qi]:
+                k, r = divmod(w, S)
+                if times[k] >= tn:
+                    break
+                if not cross.ok(ctx, names[r], k):
+                    continue
+                configs = {(r, cross.bind(ctx, names[r], k))}
+                last = k
+                for nxt in path[j + 1 :]:
+                    moved = set()
+                    for qa, ca in configs:
+                        for w2 in succ[last * S + qa]:
+                            if w2 // S == nxt and cross.ok(ca, names[w2 % S], nxt):
+                                moved.add((w2 % S, cross.bind(ca, names[w2 % S], nxt)))
+                    configs, last = moved, nxt
+                    if not configs:
+                        break
+                if any(end[last * S + qa] for qa, _ in configs):
+                    return True
+    return False
+
+
+def trends(gt: GroupTemplate, trend_set, spec: K.TemplateSpec, graph: Graph | None = None) -> Iterator[list[int]]:
+    """The trends of one group, as lists of event offsets, as they are found."""
+    g = graph or Graph(gt)
+    if not spec.cross and gt.unique_states():
+        return per_state_walk(g, trend_set)
+    return config_walk(g, trend_set, spec, gt.cols)
+
+
+# ---------------------------------------------------------------- counting over sets of runs
+
+
+def complete_classes(g: Graph, *, one, zero, contribute, add, trend_set="COMPLETE") -> Iterator[list]:
+    """The determinized propagation (no cross predicates): per event, the
+    classes of prefixes ending there (same set of runs), each with its count
+    and, per run from a start, the aggregate vector along it.  Yields the
+    vector of every class of prefixes that are complete (or, for trend_set
+    "ALL", trends) — summed, these are the aggregates over those trends."""
+    S, succ, end, start = g.S, g.succ, g.end, g.start
+    alive = g.coreach(lambda v: end[v])
+    every = trend_set == "ALL"
+    poison_from = bytearray(len(succ))
+    if not every:
+        for v in range(len(succ)):
+            if start[v]:
+                for w in succ[v]:
+                    poison_from[w] = 1
+    classes: list[dict] = [dict() for _ in range(g.gt.n)]  # event -> {R: (count, {qi: vector})}
+    for e in range(g.gt.n):
+        runs = []
+        vectors = {}
+        for qi in range(S):
+            v = e * S + qi
+            if not g.node[v] or not alive[v]:
+                continue
+            if start[v]:
+                runs.append((START, qi))
+                vec = list(zero)
+                vec[0] = one
+                contribute(vec, e, g.names[qi])
+                vectors[qi] = vec
+            if poison_from[v]:
+                runs.append((POISON, qi))
+        if vectors:
+            _merge(classes[e], frozenset(runs), one, vectors, add)
+        for R, (count, vecs) in classes[e].items():
+            if _accept(R, e, g, every):
+                for qi, vec in vecs.items():
+                    if end[e * S + qi]:
+                        yield vec
+                        break
+            nexts: dict[int, tuple[set, dict]] = {}
+            for kind, qi in R:
+                for w in succ[e * S + qi]:
+                    if not alive[w]:
+                        continue
+                    f, qj = divmod(w, S)
+                    runs2, vecs2 = nexts.setdefault(f, (set(), {}))
+                    runs2.add((kind, qj))
+                    if kind == START and qi in vecs and qj not in vecs2:
+                        vec = list(vecs[qi])
+                        contribute(vec, f, g.names[qj])
+                        vecs2[qj] = vec
+            for f, (runs2, vecs2) in nexts.items():
+                goods = {qi for k, qi in runs2 if k == START}
+                if not goods or (not every and goods <= {qi for k, qi in runs2 if k == POISON}):
+                    continue
+                _merge(classes[f], frozenset(runs2 if not every else {r for r in runs2 if r[0] == START}), count,
+                       vecs2, add)  # fmt: skip
+        classes[e] = None  # done with this event
+
+
+def _merge(target: dict, R, count, vectors: dict, add) -> None:
+    found = target.get(R)
+    if found is None:
+        target[R] = (count, {qi: list(v) for qi, v in vectors.items()})
+        return
+    c0, vecs = found
+    for qi, v in vectors.items():
+        if qi in vecs:
+            add(vecs[qi], v)
+        else:
+            vecs[qi] = list(v)
+    target[R] = (c0 + count, vecs)
+
+
+def _accept(R, e: int, g: Graph, every: bool) -> bool:
+    S, end, succ = g.S, g.end, g.succ
+    good = poison = False
+    for kind, qi in R:
+        if end[e * S + qi]:
+            if kind == START:
+                good = True
+            else:
+                poison = True
+    if not good:
+        return False
+    if every:
+        return True
+    if poison:
+        return False
+    for kind, qi in R:
+        if kind == START and any(end[w] for w in succ[e * S + qi]):
+            return False
+    return True

@@ -1,0 +1,284 @@
+"""Trend aggregation without trend construction (GRETA), inside one group:
+exact with Python integers (or floats when approximate).
+
+Each node's value is the sum of its predecessors' values plus its own start
+(GRETA Theorem 4.3 and 9.1):
+
+    count  = [START] + Σ pred.count            COUNT(*) = Σ_END count
+    cnt_E  = Σ pred.cnt_E + [var = E]·count    COUNT(E) = Σ_END cnt_E
+    sum    = Σ pred.sum + [var = E]·attr·count SUM      = Σ_END sum
+    min    = min(pred.min…, attr if var = E)   MIN      = min_END min   (MAX alike)
+
+COMPLETE trends (no event can be prepended or appended):
+
+- per state (every event can take one state): a trend may start only at a
+  node no start node precedes, and end only at a node no end node follows
+  (an edge to a middle state, e.g. b2 → a3 in (SEQ(A+,B))+, does not make
+  b2 appendable; an edge from a middle state, B36 → A41, does not make A41
+  prependable);
+- determinized (events may take several states, e.g. SEQ(A a, A+ b[]) on one
+  stream): the sets of runs of each event sequence are followed (see
+  `complete_classes`), exactly as detection decides completeness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import spec as K
+from .graph import Graph, complete_classes
+from .index import MAX, MIN, SUM, Monoid
+from .template import GroupTemplate
+
+
+class Target:
+    """One aggregate over a group: `states` the variable's state (None:
+    COUNT(*)), `values` the attribute per event."""
+
+    def __init__(self, func: str, state: str | None = None, values: Sequence | None = None):
+        self.func, self.state, self.values = func, state, values
+
+
+def _slots(targets: list[Target]) -> tuple[list[str], list[tuple]]:
+    kinds = [SUM]  # component 0: count
+    slots: list[tuple] = []
+    for tg in targets:
+        if tg.func == "COUNT" and tg.state is None:
+            slots.append(("count",))
+        elif tg.func == "COUNT":
+            kinds.append(SUM)
+            slots.append(("cnt", len(kinds) - 1))
+        elif tg.func in ("SUM", "AVG"):
+            kinds += [SUM, SUM]
+            slots.append(("sum", len(kinds) - 2, len(kinds) - 1))
+        else:
+            kinds.append(MIN if tg.func == "MIN" else MAX)
+            slots.append(("ext", len(kinds) - 1))
+    return kinds, slots
+
+
+def _contribute(v: list, targets, slots, e: int, s: str, approx: bool) -> None:
+    """Add event e at state s to value vector v, whose component 0 is the
+    number of trends (prefixes) the vector stands for."""
+    c = v[0]
+    for tg, slot in zip(targets, slots):
+        if tg.state is None or s != tg.state or not c:
+            continue
+        if slot[0] == "cnt":
+            v[slot[1]] += c
+        elif slot[0] == "sum":
+            x = tg.values[e]
+            v[slot[2]] += c  # occurrences of E (AVG's denominator counts non-null values only)
+            if x is not None:
+                v[slot[1]] += (float(x) if approx else x) * c
+            else:
+                v[slot[2]] -= c
+        else:
+            x = tg.values[e]
+            if x is not None:
+                y = v[slot[1]]
+                if y is None or (x < y if tg.func == "MIN" else x > y):
+                    v[slot[1]] = x
+
+
+def _results(final, targets, slots):
+    out = []
+    for tg, slot in zip(targets, slots):
+        if slot[0] == "count":
+            out.append(final[0])
+        elif slot[0] in ("cnt", "ext"):
+            out.append(final[slot[1]])
+        else:
+            out.append(final[slot[1]] if tg.func == "SUM" else (final[slot[1]], final[slot[2]]))
+    return out
+
+
+def aggregate(gt: GroupTemplate, targets: list[Target], trend_set: str = "ALL",
+              complete: str = K.PER_STATE, approx: bool = False, force_scan: bool = False) -> list:  # fmt: skip
+    """The aggregates of one group: one value per target (COUNT / SUM exact
+    ints or Decimals unless `approx`; MIN / MAX None without trends; AVG as a
+    (sum, count) pair for the caller to divide)."""
+    one = 1.0 if approx else 1
+    kinds, slots = _slots(targets)
+    m = Monoid(kinds, 0.0 if approx else 0)
+    final = list(m.zero)
+    if str(trend_set) == "COMPLETE" and complete == K.DETERMINIZED:
+        return _results(_determinized(gt, targets, slots, m, approx), targets, slots)
+
+    def on_node(node, acc, is_start):
+        e, s = node
+        v = list(acc)
+        if is_start:
+            v[0] = (v[0] or 0) + one
+        _contribute(v, targets, slots, e, s, approx)
+        return v
+
+    starts = ends = None
+    if str(trend_set) == "COMPLETE":
+        from_start, to_end = gt.flags(force_scan)
+        starts = lambda node: node not in from_start  # noqa: E731
+        ends = lambda node: node not in to_end  # noqa: E731
+    gt.propagate(m, on_node, lambda node, v: m.add(final, v), starts=starts, ends=ends, force_scan=force_scan)
+    return _results(final, targets, slots)
+
+
+def _determinized(gt: GroupTemplate, targets, slots, m: Monoid, approx: bool) -> list:
+    """COMPLETE aggregates where events may take several states: per event,
+    the classes of prefixes (their sets of runs) with counts and, per run
+    from a start, the aggregate vector along it."""
+    final = list(m.zero)
+    graph = Graph(gt)
+    for accepted in complete_classes(graph, one=1.0 if approx else 1, zero=m.zero,
+                                     contribute=lambda v, e, s: _contribute(v, targets, slots, e, s, approx),
+                                     add=m.add):  # fmt: skip
+        m.add(final, accepted)
+    return final
+
+
+# ---------------------------------------------------------------- counting
+
+
+def count(gt: GroupTemplate, trend_set: str = "ALL", complete: str = K.PER_STATE, approx: bool = False,
+          force_scan: bool = False):  # fmt: skip
+    (n,) = aggregate(gt, [Target("COUNT")], trend_set, complete, approx, force_scan)
+    return n
+
+
+# ---------------------------------------------------------------- COUNT(*) of E+, scalar
+
+
+def kleene_count(times: Sequence, step, approx: bool = False, scan: bool = False):
+    """COUNT(*) of all trends of `E+` whose one step has at most one equal or
+    range predicate: the propagation with plain numbers instead of vectors.
+
+    scan=False: the ABI index (hash / Fenwick over distinct h values),
+    O(n log n); scan=True: GRETA's own predecessor scan, vectorised with
+    numpy, O(n²) — kept for comparison (bench/aggregate.py)."""
+    import bisect
+
+    zero = 0.0 if approx else 0
+    one = 1.0 if approx else 1
+    n = len(times)
+    if scan:
+        return _scan_count(times, step, approx)
+    total = zero
+    if step.equal:
+        ((lval, h),) = step.equal
+        sums: dict = {}
+        i = 0
+        while i < n:
+            j = i
+            while j < n and times[j] == times[i]:
+                j += 1
+            counts = [one + (sums.get(lval[e], zero) if lval[e] is not None else zero) for e in range(i, j)]
+            for e, c in zip(range(i, j), counts):
+                if h[e] is not None:
+                    sums[h[e]] = sums.get(h[e], zero) + c
+                total += c
+            i = j
+        return total
+    if not step.ranges:
+        running = zero
+        i = 0
+        while i < n:
+            j = i
+            while j < n and times[j] == times[i]:
+                j += 1
+            c = one + running
+            running += c * (j - i)
+            total += c * (j - i)
+            i = j
+        return total
+    ((lval, op, h),) = step.ranges
+    keys = sorted({x for x in h if x is not None and x == x})
+    size = len(keys)
+    tree = [zero] * (size + 1)
+    prefix = op in (">", ">=")
+    strict = op in (">", "<")
+    left, right = bisect.bisect_left, bisect.bisect_right
+    i = 0
+    while i < n:
+        j = i
+        while j < n and times[j] == times[i]:
+            j += 1
+        counts = []
+        for e in range(i, j):
+            q = lval[e]
+            acc = one
+            if q is not None and q == q:
+                if prefix:
+                    k = left(keys, q) if strict else right(keys, q)
+                else:
+                    k = size - (right(keys, q) if strict else left(keys, q))
+                while k > 0:
+                    acc += tree[k]
+                    k -= k & -k
+            counts.append(acc)
+        for e, c in zip(range(i, j), counts):
+            total += c
+            x = h[e]
+            if x is None or x != x:
+                continue
+            r = left(keys, x)
+            k = r + 1 if prefix else size - r
+            while k <= size:
+                tree[k] += c
+                k += k & -k
+        i = j
+    return total
+
+
+def _scan_count(times, step, approx: bool):
+    import numpy as np
+
+    from .expr import COMPARATORS
+
+    n = len(times)
+    if step.equal:
+        ((lval, h),) = step.equal
+        op = "="
+    elif step.ranges:
+        ((lval, op, h),) = step.ranges
+    else:
+        lval = h = [0] * n
+        op = "="
+    dtype = np.float64 if approx else object
+    t = np.asarray(times, dtype=np.float64)
+    present = np.asarray([x is not None for x in h], dtype=bool)
+    numeric = all(isinstance(x, (int, float)) for x in h if x is not None)
+    hv = np.asarray([0 if x is None else x for x in h], dtype=np.float64 if numeric else object)
+    counts = np.zeros(n, dtype=dtype)
+    cmp = COMPARATORS[op]
+    for j in range(n):
+        q = lval[j]
+        if q is None:
+            mask = np.zeros(j, dtype=bool)
+        else:
+            mask = (t[:j] < t[j]) & present[:j] & np.asarray(cmp(q, hv[:j]), dtype=bool)
+        counts[j] = (1.0 if approx else 1) + counts[:j][mask].sum()
+    return counts.sum() if n else (0.0 if approx else 0)
+
+
+def count_trends(gt: GroupTemplate, spec: K.TemplateSpec, trend_set, limit: int = 0,
+                 graph: Graph | None = None) -> tuple[int, bool]:  # fmt: skip
+    """How many trends detection will return for one group, and whether that
+    is exact (else an upper bound: MAXIMAL is bounded by COMPLETE, a pattern
+    with cross predicates by its trends without them), without building
+    them.  With `limit`, stop refining once the count is known to be within."""
+    bound = count(gt, "ALL")  # runs of the pattern, cross predicates left out: at least every trend
+    ts = str(trend_set)
+    if (limit and bound <= limit) or spec.cross:
+        return bound, False
+    unique = gt.unique_states()
+    if ts == "ALL":
+        return (bound if unique else _count_classes(graph or Graph(gt), "ALL")), True
+    exact = count(gt, "COMPLETE", K.PER_STATE) if unique else _count_classes(graph or Graph(gt), "COMPLETE")
+    return exact, ts == "COMPLETE"
+
+
+def _count_classes(g: Graph, trend_set: str) -> int:
+    total = 0
+    for vec in complete_classes(g, one=1, zero=[0], contribute=lambda v, e, s: None,
+                                add=lambda a, b: a.__setitem__(0, a[0] + b[0]), trend_set=trend_set):  # fmt: skip
+        total += vec[0]
+    return total

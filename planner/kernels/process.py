@@ -1,0 +1,306 @@
+"""The Arrow layer of the kernels: what Spark's `mapInArrow` calls.
+
+    detect_fn(spec)      RecordBatches sorted by (group, time, id) → trends
+    aggregate_fn(spec)   … → one row of aggregates per group
+    detect_schema / aggregate_schema: the one definition of each output schema
+    (the Spark side converts it to Spark's)
+
+Pure pyarrow and Python: tests run these functions directly, without Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import Decimal
+
+import pyarrow as pa
+
+from . import greta
+from . import spec as K
+from .aseq import count as aseq_count
+from .batches import group_starts, map_groups
+from .errors import AggregateOverflow, TrendLimitExceeded, describe_group, describe_window
+from .graph import Graph, trends
+from .template import GroupTemplate, Step
+
+MAX_EVENTS_PER_BATCH = 1_000_000  # event ids in one output batch, whatever the number of trends
+DEC38 = pa.decimal128(38, 0)
+MAX38 = 10**38 - 1
+
+
+def _template_columns(t: K.TemplateSpec) -> list[str]:
+    names = [s.mask for s in t.states]
+    for tr in t.transitions:
+        names += [c for pair in tr.equal for c in pair] + [c for lc, _, hc in tr.ranges for c in (lc, hc)]
+        names += _expr_columns(tr.others)
+    names += _expr_columns([c.expr for c in t.cross])
+    for neg in t.negations:
+        names += _template_columns(neg.template)
+    return names
+
+
+def _expr_columns(exprs) -> list[str]:
+    out = []
+
+    def walk(e):
+        if e[0] == "col":
+            out.append(e[2])
+        elif e[0] in ("and", "or"):
+            for x in e[1]:
+                walk(x)
+        else:
+            for x in e[1:]:
+                if isinstance(x, tuple):
+                    walk(x)
+
+    for e in exprs:
+        walk(e)
+    return out
+
+
+# ---------------------------------------------------------------- detection
+
+
+def detect_schema(spec: K.DetectSpec, input_schema: pa.Schema) -> pa.Schema:
+    c = spec.columns
+    fields = [input_schema.field(g) for g in c.group]
+    fields += [pa.field("events", pa.list_(input_schema.field(c.id).type)), pa.field("length", pa.int32())]
+    if c.row:
+        fields.append(pa.field("rows", pa.list_(input_schema.field(c.row).type)))
+    return pa.schema(fields)
+
+
+def detect_fn(spec: K.DetectSpec):
+    """The function given to `mapInArrow` for detection."""
+    return map_groups(list(spec.columns.group), lambda table: detect_table(spec, table))
+
+
+def _parts(spec, cols: dict, start: int, end: int) -> list[list[int]]:
+    """Rows of each equivalence sub-partition of a group: shared keys split
+    the group (a null key: in no trend); a state's key splits that state's
+    events, the other events belonging to every part."""
+    shared = getattr(spec, "shared_subkeys", ())
+    specific = getattr(spec, "state_subkeys", ())
+    if not shared and not specific:
+        return [list(range(start, end))]
+    by_shared: dict[tuple, list[int]] = {}
+    for r in range(start, end):
+        key = tuple(cols[c][r] for c in shared)
+        if any(k is None for k in key):
+            continue
+        by_shared.setdefault(key, []).append(r)
+    parts = []
+    for rows in by_shared.values():
+        if not specific:
+            parts.append(rows)
+            continue
+        keyed: dict[tuple, list[int]] = {}
+        common: list[int] = []
+        for r in rows:
+            key = tuple(cols[c][r] for c in specific)
+            if all(k is None for k in key):
+                common.append(r)
+            elif any(k is None for k in key):
+                continue  # a null key: in no trend
+            else:
+                keyed.setdefault(key, []).append(r)
+        parts += [sorted(ks + common) for ks in keyed.values()] or [common]
+    return parts or [[]]
+
+
+def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch]:
+    """The trends of every group of a sorted table, in Arrow batches."""
+    n = table.num_rows
+    if n == 0:
+        return
+    c = spec.columns
+    starts = group_starts(table, list(c.group))
+    names = set(_template_columns(spec.template)) | set(getattr(spec, "shared_subkeys", ()))
+    names |= set(getattr(spec, "state_subkeys", ()))
+    cols = {name: table.column(name).to_pylist() for name in names if name in table.column_names}
+    times = table.column(c.time).to_pylist()
+    schema = detect_schema(spec, table.schema)
+    group_rows, lengths, values = [], [], []
+    held = 0
+    for start, end in zip(starts, [*starts[1:], n]):
+        for rows in _parts(spec, cols, start, end):
+            if not rows:
+                continue
+            local = {k: [v[r] for r in rows] for k, v in cols.items()}
+            gt = GroupTemplate(spec.template, [times[r] for r in rows], local)
+            graph = None
+            if spec.max_trends:
+                if not spec.template.cross and not gt.unique_states():
+                    graph = Graph(gt)
+                count, exact = greta.count_trends(gt, spec.template, spec.trend_set, spec.max_trends, graph)
+                if count > spec.max_trends:
+                    raise TrendLimitExceeded(_too_many(spec, table, start, count, exact))
+            for path in trends(gt, spec.trend_set, spec.template, graph):
+                group_rows.append(start)
+                lengths.append(len(path))
+                values.extend(rows[i] for i in path)
+                held += len(path)
+                if len(group_rows) >= spec.batch_rows or held >= MAX_EVENTS_PER_BATCH:
+                    yield _trend_batch(spec, table, schema, group_rows, lengths, values)
+                    group_rows, lengths, values, held = [], [], [], 0
+    if group_rows:
+        yield _trend_batch(spec, table, schema, group_rows, lengths, values)
+
+
+def _too_many(spec: K.DetectSpec, table, row: int, count, exact: bool) -> str:
+    c = spec.columns
+    k = table.column(c.group[0])[row].as_py()
+    keys = [table.column(g)[row].as_py() for g in c.group[1:]]
+    what = f"{count:,}" if exact else f"at most {count:,}"
+    digits = len(str(count))
+    shown = what if digits <= 24 else f"{'' if exact else 'at most '}{str(count)[:6]}… ({digits} digits)"
+    return (
+        f"{describe_window(spec.context, k)}, {describe_group(spec.context.key_names, keys)} would return {shown} "
+        f"{str(spec.trend_set).lower()} trends, more than --max-trends {spec.max_trends:,}; ask for an aggregation "
+        "(RETURN COUNT(*) …) or a narrower window, or raise --max-trends (0: no limit)"
+    )
+
+
+def _trend_batch(spec, table, schema, group_rows, lengths, values) -> pa.RecordBatch:
+    import numpy as np
+
+    c = spec.columns
+    starts = pa.array(np.asarray(group_rows, dtype=np.int64))
+    counts = np.asarray(lengths, dtype=np.int32)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int32))
+    rows = pa.array(np.asarray(values, dtype=np.int64))
+    arrays = [table.column(g).take(starts) for g in c.group]
+    arrays.append(pa.ListArray.from_arrays(offsets, table.column(c.id).take(rows).combine_chunks()))
+    arrays.append(pa.array(counts))
+    if c.row:
+        arrays.append(pa.ListArray.from_arrays(offsets, table.column(c.row).take(rows).combine_chunks()))
+    arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+# ---------------------------------------------------------------- aggregation
+
+
+def _output_type(spec: K.AggregateSpec, t: K.Target):
+    if t.func in ("AVG", "MIN", "MAX") or spec.approx or t.kind == "double":
+        return pa.float64()
+    if spec.exact == K.Exact.STRING:
+        return pa.string()
+    if t.kind.startswith("decimal:"):
+        return pa.decimal128(38, int(t.kind.split(":")[1]))
+    return DEC38
+
+
+def aggregate_schema(spec: K.AggregateSpec, input_schema: pa.Schema) -> pa.Schema:
+    fields = [input_schema.field(spec.columns.group[0])]
+    fields += [input_schema.field(k) for k in spec.output_keys]
+    fields += [pa.field(t.name, _output_type(spec, t)) for t in spec.targets]
+    return pa.schema(fields)
+
+
+def aggregate_fn(spec: K.AggregateSpec):
+    """The function given to `mapInArrow` for aggregation."""
+    return map_groups(list(spec.columns.group), lambda table: aggregate_table(spec, table))
+
+
+def aggregate_table(spec: K.AggregateSpec, table: pa.Table) -> Iterator[pa.RecordBatch]:
+    n = table.num_rows
+    if n == 0:
+        return
+    c = spec.columns
+    starts = group_starts(table, list(c.group))
+    names = set(_template_columns(spec.template)) | {t.value for t in spec.targets if t.value}
+    names |= set(spec.shared_subkeys) | set(spec.state_subkeys)
+    cols = {name: table.column(name).to_pylist() for name in names if name in table.column_names}
+    times = table.column(c.time).to_pylist()
+    windows = table.column(c.group[0]).to_pylist()
+    outputs = {k: table.column(k).to_pylist() for k in spec.output_keys}
+    schema = aggregate_schema(spec, table.schema)
+    out: list[list] = [[] for _ in schema]
+    for start, end in zip(starts, [*starts[1:], n]):
+        totals = None
+        for rows in _parts(spec, cols, start, end):
+            local = {k: [v[r] for r in rows] for k, v in cols.items()}
+            got = _aggregate_part(spec, [times[r] for r in rows], local)
+            totals = got if totals is None else _combine(spec, totals, got)
+        wk = windows[start]
+        group = [outputs[k][start] for k in spec.output_keys]
+        row = [wk, *group, *(_final(spec, i, v, wk, group) for i, v in enumerate(totals))]
+        for i, v in enumerate(row):
+            out[i].append(v)
+    yield pa.RecordBatch.from_arrays([pa.array(col, type=f.type) for col, f in zip(out, schema)], schema=schema)
+
+
+def _aggregate_part(spec: K.AggregateSpec, times: list, cols: dict) -> list:
+    approx = spec.approx
+    scan = spec.kernel == K.Kernel.SCAN
+    if spec.algorithm == K.KLEENE_COUNT:
+        (tr,) = spec.template.transitions
+        return [greta.kleene_count(times, Step(tr, cols, [], times), approx, scan)]
+    if spec.algorithm == K.ASEQ:
+        return [_aseq(spec.template, cols, times, approx)]
+    gt = GroupTemplate(spec.template, times, cols)
+    targets = [greta.Target(t.func, t.state, cols[t.value] if t.value else None) for t in spec.targets]
+    return greta.aggregate(gt, targets, str(spec.trend_set), spec.complete, approx, scan)
+
+
+def _aseq(t: K.TemplateSpec, cols: dict, times: list, approx: bool):
+    """COUNT(*) of a fixed-length SEQ by A-Seq's prefix counters."""
+    nxt = {tr.source: tr.target for tr in t.transitions}
+    (first,) = t.start
+    order = [first]
+    while order[-1] in nxt:
+        order.append(nxt[order[-1]])
+    masks = {s.name: [v is True for v in cols[s.mask]] for s in t.states}
+    states = [masks[s].__getitem__ for s in order]
+    negations = []
+    for neg in t.negations:
+        (state,) = neg.template.states
+        m = [v is True for v in cols[state.mask]]
+        if neg.pairs:
+            k = order.index(next(iter(neg.pairs))[0]) + 1
+        else:
+            k = 0 if neg.starts else len(order)
+        negations.append((k, m.__getitem__))
+    return aseq_count(states, negations, times, approx)
+
+
+def _combine(spec: K.AggregateSpec, a: list, b: list) -> list:
+    out = []
+    for t, x, y in zip(spec.targets, a, b):
+        if t.func == "AVG":
+            out.append((x[0] + y[0], x[1] + y[1]))
+        elif t.func in ("MIN", "MAX"):
+            vals = [v for v in (x, y) if v is not None]
+            out.append((min if t.func == "MIN" else max)(vals) if vals else None)
+        else:
+            out.append(x + y)
+    return out
+
+
+def _final(spec: K.AggregateSpec, k: int, value, wk, group) -> object:
+    t = spec.targets[k]
+    if t.func == "AVG":
+        total, n = value
+        if not n:
+            return None
+        return float(total) / n if spec.approx or isinstance(total, float) else float(Decimal(total) / n)
+    if t.func in ("MIN", "MAX"):
+        return None if value is None else float(value)
+    if spec.approx or isinstance(value, float):
+        return float(value)
+    if spec.exact == K.Exact.STRING:
+        return str(value)
+    if isinstance(value, Decimal):
+        scale = int(t.kind.split(":")[1]) if t.kind.startswith("decimal:") else 0
+        too_big = abs(value) >= Decimal(10) ** (38 - scale)
+    else:
+        too_big = abs(value) > MAX38
+    if too_big:
+        digits = len(str(abs(int(value))))
+        raise AggregateOverflow(
+            f"{t.name} = {str(value)[:12]}… ({digits} digits) in {describe_window(spec.context, wk)}, "
+            f"{describe_group(spec.output_names, group)}, does not fit DECIMAL(38,0); ask for approximate results "
+            "(APPROX / --approx) or every digit as a string (--exact string)"
+        )
+    return value
