@@ -2,16 +2,22 @@
 
     import cetql
     q = cetql.compile("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100")
-    df = q.run(checks)            # or spark.cet(text, checks)
+    print(q.explain())            # the plan that runs
+    df = q.run(checks_df)         # a lazy DataFrame; or spark.cet(text, checks_df)
 
-The compiler (`compile`, `parse`, `to_text`) loads on first use, so Spark's
-Python workers, which only need the kernels, start quickly.
+`import cetql` adds `SparkSession.cet` to classic and Spark Connect sessions
+(`cetql.install(spark)` does it for one session object).
 """
 
-from .errors import CetqlError, ParameterError, QueryError, QuerySemanticError, QuerySyntaxError, SchemaError
-from .session import get_spark, install
+from .errors import CetqlError, ParameterError, QueryError, QuerySemanticError, QuerySyntaxError, SchemaError, UsageError
+from .extension import install
+from .options import RunOptions
+from .parser import parse
+from .printer import to_text
+from .query import CompiledQuery, compile
+from .session import get_spark
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "CetqlError",
@@ -20,24 +26,14 @@ __all__ = [
     "QueryError",
     "QuerySemanticError",
     "QuerySyntaxError",
+    "RunOptions",
     "SchemaError",
+    "UsageError",
     "compile",
     "get_spark",
+    "install",
     "parse",
     "to_text",
 ]
-
-_LAZY = {"compile": "compiler", "CompiledQuery": "compiler", "parse": "parser", "to_text": "printer"}
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        from importlib import import_module
-
-        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'cetql' has no attribute '{name}'")
-
 
 install()

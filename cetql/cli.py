@@ -1,106 +1,67 @@
-"""The `cetql` command: `cetql compile QUERY_FILE [--explain] …`.
+"""The `cetql` command.
 
-Exit status: 0 ok, 2 a query/schema/parameter error (message, no traceback),
-1 anything else cetql reports on purpose."""
+    cetql compile QUERY [--explain] …      check a query and show its plan (no Spark)
+    cetql run QUERY --input … [--output …]  run it on Spark
+    cetql repl [--input …]                 an interactive shell on one warm session
+    cetql gen SCENARIO --events N -o PATH  example data
+    cetql draw QUERY --input … -o FILE     the relevance graph of one window
+
+Everything that can be refused without data is refused before Spark
+starts.  Exit status: 0 ok; 2 a query, schema, parameter or usage error; 1 a
+failed Spark job; 130 cancelled (Ctrl-C).  Every error is one line (a query
+error also shows its line and a caret), never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
-import json
+import os
+import re
 import sys
+import time
 from pathlib import Path
 
-from rich.console import Console
+from .errors import CetqlError, ParameterError, QueryError, QuerySyntaxError, UsageError
+from .options import OutputFormat, OutputMode, RunOptions
 
-from .errors import CetqlError, ParameterError, QueryError, UsageError
+EXIT_CANCELLED = 130
 
 
-def _read_query(path: str) -> str:
+# ---------------------------------------------------------------- arguments
+
+
+def read_query(path: str) -> str:
     if path == "-":
-        return sys.stdin.read()
-    p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"query file '{path}' does not exist")
-    return p.read_text(encoding="utf-8")
+        data = sys.stdin.buffer.read()
+        where = "standard input"
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise UsageError(f"query file '{path}' does not exist" if not p.exists() else f"'{path}' is not a file")
+        data = p.read_bytes()
+        where = f"query file '{path}'"
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{where} is not UTF-8 text (byte {e.start}: {data[e.start:e.start + 1]!r}); save it as UTF-8") from None
 
 
-def _params(items: list[str] | None) -> dict[str, object]:
-    from .planner.analyze import parse_param
+def parse_params(items: list[str] | None) -> dict[str, object]:
+    from .planner.semantics.bind import parse_param
 
     out: dict[str, object] = {}
     for item in items or []:
         k, v = parse_param(item)
-        if not k.isidentifier():
-            raise ParameterError(f"--param name '{k}' is not an identifier")
+        if k in out:
+            raise ParameterError(f"--param {k} is given twice")
         out[k] = v
     return out
 
 
-def _schema(args):
-    from .planner import schema as S
-
-    if args.schema and args.input:
-        raise UsageError("give either --schema or --input, not both")
-    if args.schema:
-        return S.parse_ddl(args.schema)
-    if args.input:
-        return S.from_file(args.input)
-    return None
-
-
-def cmd_compile(args) -> int:
-    from .compiler import compile
-    from .explain import explain_data, render
-
-    text = _read_query(args.query_file)
-    compiled = compile(
-        text,
-        _params(args.param),
-        _schema(args),
-        strict_params=bool(args.param) and args.strict,
-        time_col=args.time_col,
-        strategy=args.strategy,
-    )
-    spark_plan = _spark_plan(compiled, args) if (args.explain and args.input and compiled.kind == "detection") else None
-    if args.format == "json":
-        data = explain_data(compiled)
-        if spark_plan:
-            data["spark_plan"] = spark_plan
-        print(json.dumps(data, indent=2))
-    else:
-        console = Console()
-        render(compiled, console, explain=args.explain)
-        if spark_plan:
-            from rich.markup import escape
-
-            console.print("[bold]spark plan[/] (physical, for --input):")
-            console.print(escape(spark_plan), soft_wrap=True)
-    return 0
-
-
-def _spark_plan(compiled, args) -> str | None:
-    """The Spark physical plan of the local strategy (building the distributed
-    one would run its rounds)."""
-    import contextlib
-    import io
-
-    from .session import get_spark
-
-    if (args.strategy or compiled.plan.strategy) != "local":
-        return "(the distributed strategy plans one join per round while it runs; nothing to show before)"
-    df = compiled.run(args.input, spark=get_spark(), time_col=args.time_col, strategy="local")
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        df.explain()
-    return buf.getvalue().strip()
-
-
-def _inputs(items: list[str]):
+def parse_inputs(items: list[str] | None) -> tuple[str | None, dict[str, str]]:
     """`--input PATH` (one single-type stream) or `--input Type=PATH` (repeatable)."""
-    import re
-
     untyped, typed = [], {}
-    for item in items:
+    for item in items or []:
         m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.+)$", item)
         if m and not Path(item).exists():
             if m.group(1) in typed:
@@ -115,182 +76,255 @@ def _inputs(items: list[str]):
     return (untyped[0] if untyped else None), typed
 
 
-def _spark_message(e: Exception) -> str:
-    text = str(e).strip()
-    if "AggregateOverflow:" in text:
-        return text[text.index("AggregateOverflow:") + len("AggregateOverflow:") :].strip().splitlines()[0]
-    for marker in ("null value in time column",):
-        if marker in text:
-            start = text.index(marker)
-            return text[start : text.index("'", text.index("'", start) + 1) + 1]
-    first = text.splitlines()[0] if text else type(e).__name__
-    return first[:500]
+def run_options(args) -> RunOptions:
+    keywords = {
+        "trends": getattr(args, "trends", None),
+        "strategy": getattr(args, "strategy", None),
+        "approx": getattr(args, "approx", False),
+        "exact": getattr(args, "exact", None),
+        "kernel": getattr(args, "kernel", None),
+        "with_rows": getattr(args, "with_rows", False),
+        "time_col": args.time_col,
+        "time_unit": getattr(args, "time_unit", None),
+        "id_col": getattr(args, "id_col", None),
+        "drop_invalid": getattr(args, "drop_invalid", False),
+        "max_trends": getattr(args, "max_trends", None),
+        "partitions": getattr(args, "partitions", None),
+    }
+    return RunOptions.of(**keywords)
+
+
+def known_inputs(data, typed: dict, time_col: str):
+    """What can be learnt of path inputs without Spark (tables: nothing)."""
+    from .runtime import describe_paths
+
+    return describe_paths({None: data} if data is not None else dict(typed), time_col)
+
+
+# ---------------------------------------------------------------- compile
+
+
+def cmd_compile(args) -> int:
+    from .planner.semantics.schema import parse_ddl
+    from .query import compile
+
+    text = read_query(args.query_file)
+    options = run_options(args)
+    params = parse_params(args.param)
+    if args.schema and args.input:
+        raise UsageError("give either --schema or --input, not both")
+    data, typed = parse_inputs(args.input)
+    inputs = known_inputs(data, typed, options.time_col) if args.input else None
+    if args.input and inputs is None:
+        missing = [v for v in ([data] if data else typed.values()) if not Path(str(v)).exists()]
+        raise UsageError(f"input '{missing[0]}' does not exist")
+    schema = parse_ddl(args.schema) if args.schema else (inputs.schema if inputs else None)
+    compiled = compile(text, params, schema, options=options, inputs=inputs, strict_params=bool(args.param))
+    if args.format == "json":
+        import json
+
+        from .explain import explain_data
+
+        data_out = explain_data(compiled)
+        if not args.ast:
+            data_out.pop("ast", None)
+        print(json.dumps(data_out, indent=2))
+        return 0
+    if args.explain or args.ast:
+        from .explain import explain_text
+
+        print(explain_text(compiled, ast=args.ast))
+    else:
+        from .explain import summary_text
+
+        print(summary_text(compiled))
+    return 0
+
+
+# ---------------------------------------------------------------- run
 
 
 def cmd_run(args) -> int:
-    from rich.table import Table
+    from .query import compile
 
-    from .compiler import compile
+    text = read_query(args.query_file)
+    options = run_options(args)
+    params = parse_params(args.param)
+    data, typed = parse_inputs(args.input)
+    fmt = OutputFormat(args.format) if args.format else None
+    mode = OutputMode(args.mode)
+    if args.output is None and args.mode != OutputMode.ERROR.value:
+        raise UsageError("--mode says what to do with an existing --output path; give --output too")
+    # everything that needs no data is refused now, before Spark starts
+    inputs = known_inputs(data, typed, options.time_col)
+    compiled = compile(text, params, options=options, inputs=inputs, strict_params=True)
+    if args.output is not None:
+        from .output import check_target
+
+        check_target(args.output, mode, [str(v) for v in ([data] if data else typed.values())])
+    show = _show_attrs(args.show)
+
     from .session import get_spark
 
-    text = _read_query(args.query_file)
-    params = _params(args.param)
-    compiled = compile(text, params, time_col=args.time_col)
-    data, typed = _inputs(args.input)
-    spark = get_spark(args.master)
-    console = Console()
+    spark = get_spark(args.master, remote=args.remote, verbose=args.verbose)
+    _ACTIVE["spark"] = spark
+    execution = compiled.execution(data, spark=spark, options=options, **typed)
+    started = time.monotonic()
     try:
-        df = compiled.run(
-            data,
-            spark=spark,
-            params=params,
-            time_col=args.time_col,
-            id_col=args.id_col,
-            strategy=args.strategy,
-            trends=args.trends,
-            with_rows=args.with_rows,
-            approx=args.approx,
-            exact=args.exact,
-            kernel=args.kernel,
-            **typed,
-        )
-        if args.output:
-            out = df
-            if args.format == "csv":
-                from pyspark.sql import functions as F
+        if args.output is not None:
+            from .output import write
 
-                out = out.withColumn("events", F.concat_ws(";", F.col("events").cast("array<string>")))
-                if args.with_rows:
-                    out = out.withColumn("rows", F.to_json("rows"))
-            out.write.mode("overwrite").format(args.format).save(args.output)
-            total = _written_rows(args.output) if args.format == "parquet" else None
+            rows = write(execution.dataframe, args.output, fmt or OutputFormat.PARQUET, mode,
+                         [str(v) for v in ([data] if data else typed.values())])  # fmt: skip
             noun = "trends" if compiled.kind == "detection" else "rows"
-            what = f"{total:,} {noun}" if total is not None else noun
-            console.print(f"wrote {what} to {args.output} ({args.format})")
-            return 0
-        rows = df.orderBy(*df.columns[:2]).limit(args.limit).collect()  # top-k, not a full sort
-        total = df.count()
-        noun = "trends" if compiled.kind == "detection" else "rows"
-        table = Table(title=f"{total:,} {noun}" + (f" (first {len(rows)})" if total > len(rows) else ""))
-        for name in df.columns:
-            table.add_column(name, overflow="fold")
-        for r in rows:
-            table.add_row(*(_cell(r[c]) for c in df.columns))
-        console.print(table)
-        return 0
-    except CetqlError:
+            if rows is None:
+                print(f"'{args.output}' exists; nothing written (--mode ignore)" if mode == OutputMode.IGNORE
+                      else f"wrote {noun} to {args.output} ({(fmt or OutputFormat.PARQUET).value})")  # fmt: skip
+            else:
+                print(f"wrote {rows:,} {noun} to {args.output} ({(fmt or OutputFormat.PARQUET).value}) "
+                      f"in {time.monotonic() - started:.1f} s")  # fmt: skip
+        else:
+            from .render import print_result
+
+            print_result(execution, limit=args.limit, fmt=args.format, show=show, stream=sys.stdout)
+        if options.drop_invalid:
+            from .planner.spark.compiler import count_invalid
+
+            dropped = count_invalid(execution.plan, execution.inputs)
+            if dropped:
+                print(f"dropped {dropped:,} input row(s) with an invalid time or value (--drop-invalid)",
+                      file=sys.stderr)  # fmt: skip
+    except (CetqlError, KeyboardInterrupt):
         raise
-    except Exception as e:  # a Spark job failed: say why in one line
-        msg = _spark_message(e)
-        if msg.startswith("null value in time column"):
-            from .runner import null_time_counts
+    except Exception as e:
+        from .failures import describe
+        from .planner.spark.compiler import diagnose_invalid
 
-            counts = null_time_counts(spark, data, typed, args.time_col)
-            msg = f"{msg}: {counts} row(s) have no time; drop or fill them before running the query"
-        raise CetqlError(f"the Spark job failed: {msg}") from None
+        raise describe(e, lambda: diagnose_invalid(execution.plan, execution.inputs)) from None
+    return 0
 
 
-def _written_rows(path: str) -> int | None:
-    """Rows written to a local Parquet folder, from the files' footers."""
-    try:
-        import pyarrow.parquet as pq
-
-        return sum(pq.ParquetFile(f).metadata.num_rows for f in Path(path).glob("*.parquet"))
-    except Exception:
+def _show_attrs(text: str | None):
+    if text is None:
         return None
+    attrs = [a.strip() for a in text.split(",") if a.strip()]
+    if not attrs:
+        raise UsageError("--show needs attribute names, e.g. --show src,dst")
+    return attrs
 
 
-def _cell(v) -> str:
-    from rich.markup import escape
+# ---------------------------------------------------------------- the parser
 
-    if isinstance(v, list):
-        return escape("[" + ", ".join(str(x) for x in v) + "]")
-    return escape(str(v))
+
+def _common(p, *, run: bool) -> None:
+    p.add_argument("query_file", help="a .cet file, or - for standard input")
+    p.add_argument("--param", action="append", metavar="NAME=VALUE", help="bind a query parameter (repeatable)")
+    p.add_argument("--time-col", default="ts", help="the time column: a timestamp or a number (default: ts)")
+    p.add_argument("--time-unit", choices=["s", "ms", "us", "ns"],
+                   help="what one unit of a numeric time column is, for durations with units (default: s)")
+    p.add_argument("--id-col", help="a column of event ids (default: ids derived from the input order)")
+    p.add_argument("--strategy", choices=["local", "distributed"], help="force a detection strategy")
+    p.add_argument("--trends", choices=["complete", "maximal", "all"], help="override the query's trend set")
+    p.add_argument("--with-rows", action="store_true", help="detection: add the events' input rows to each trend")
+    p.add_argument("--max-trends", type=int, metavar="N",
+                   help="detection: refuse a (window, group) with more than N trends (default 10,000,000; 0: no limit)")
+    p.add_argument("--approx", action="store_true", help="aggregation: DOUBLE instead of exact numbers (as APPROX)")
+    p.add_argument("--exact", choices=["decimal", "string"],
+                   help="aggregation: exact numbers as DECIMAL(38,s) (default; larger is an error) or as text")
+    p.add_argument("--kernel", choices=["index", "scan"],
+                   help="aggregation: the attribute index (default) or GRETA's O(n^2) predecessor scan, to compare")
+    p.add_argument("--drop-invalid", action="store_true",
+                   help="drop rows with a null/NaN/infinite time or an unreadable value instead of failing (counted)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
-    parser = argparse.ArgumentParser(
-        prog="cetql",
-        description="Complete Event Trend queries on Apache Spark.",
-    )
+    parser = argparse.ArgumentParser(prog="cetql", description="Complete Event Trend queries on Apache Spark.")
     parser.add_argument("--version", action="version", version=f"cetql {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    c = sub.add_parser("compile", help="check a query and show how it will run")
-    c.add_argument("query_file", help="a .cet file, or - for standard input")
-    c.add_argument("--explain", action="store_true", help="show the AST, predicates, template and logical plan")
-    c.add_argument("--param", action="append", metavar="NAME=VALUE", help="bind a query parameter (repeatable)")
+    c = sub.add_parser("compile", help="check a query and show how it will run (no Spark)")
+    _common(c, run=False)
+    c.add_argument("--explain", action="store_true", help="show the plan, the predicates and the template")
+    c.add_argument("--ast", action="store_true", help="also show the syntax tree")
     c.add_argument("--schema", help="input columns, e.g. 'ts timestamp, src string, dst string'")
-    c.add_argument("--input", help="a CSV, Parquet or JSON file whose columns the query is checked against")
-    c.add_argument("--time-col", default="ts", help="the time column (default: ts)")
-    c.add_argument("--strategy", choices=["local", "distributed"], help="force a detection strategy")
-    c.add_argument("--format", choices=["text", "json"], default="text", help="text (default) or json for tools")
-    c.add_argument(
-        "--strict",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="with --param, every parameter must be bound (default: on)",
-    )
+    c.add_argument("--input", action="append", metavar="[TYPE=]PATH",
+                   help="plan for these inputs: their columns and types are read (no Spark)")
+    c.add_argument("--format", choices=["text", "json"], default="text", help="text (default) or json")
     c.set_defaults(func=cmd_compile)
 
     r = sub.add_parser("run", help="run a query on Spark")
-    r.add_argument("query_file", help="a .cet file, or - for standard input")
-    r.add_argument(
-        "--input",
-        action="append",
-        required=True,
-        metavar="[TYPE=]PATH",
-        help="CSV (with header), Parquet or JSON file or folder, or a table/view name; "
-        "Type=PATH binds an input to one event type (repeatable)",
-    )
-    r.add_argument("--param", action="append", metavar="NAME=VALUE", help="bind a query parameter (repeatable)")
-    r.add_argument("--time-col", default="ts", help="the time column: a timestamp or a number (default: ts)")
-    r.add_argument("--id-col", help="a column of event ids (default: ids derived from the input order)")
-    r.add_argument("--output", help="write the result here instead of printing it")
-    r.add_argument(
-        "--format", choices=["parquet", "csv", "json"], default="parquet", help="output format (default parquet)"
-    )
+    _common(r, run=True)
+    r.add_argument("--input", action="append", required=True, metavar="[TYPE=]PATH",
+                   help="CSV (with a header), Parquet or JSON-lines file or folder, or a table/view name; "
+                        "Type=PATH binds an input to one event type (repeatable)")  # fmt: skip
+    r.add_argument("--output", help="write the result here (a folder) instead of printing it")
+    r.add_argument("--format", choices=["parquet", "csv", "json", "table"],
+                   help="with --output: parquet (default), csv or json; without: table (on a terminal), "
+                        "csv (when piped) or json")  # fmt: skip
+    r.add_argument("--mode", choices=[m.value for m in OutputMode], default=OutputMode.ERROR.value,
+                   help="if --output exists: error (default), overwrite, append or ignore")
+    r.add_argument("--limit", type=int, default=20, help="rows to print without --output (default 20; 0: all)")
+    r.add_argument("--show", metavar="ATTR,…", help="print each trend as the chain of these attributes' values")
     r.add_argument("--master", help="Spark master URL (default: the active session, else local[*])")
-    r.add_argument("--strategy", choices=["local", "distributed"], help="force a detection strategy")
-    r.add_argument("--trends", choices=["complete", "maximal", "all"], help="override the query's trend set")
-    r.add_argument("--with-rows", action="store_true", help="add the events' rows to each trend")
-    r.add_argument("--limit", type=int, default=20, help="rows to print without --output (default 20)")
-    r.add_argument(
-        "--approx",
-        action="store_true",
-        help="aggregates in floating point (DOUBLE), as the query clause APPROX asks; faster, not exact",
-    )
-    r.add_argument(
-        "--exact",
-        choices=["decimal", "string"],
-        default="decimal",
-        help="exact counts and sums as DECIMAL(38,0) (default; a larger value is an error) or as decimal strings of any length",
-    )
-    r.add_argument(
-        "--kernel",
-        choices=["index", "scan"],
-        default="index",
-        help="aggregation: the attribute index (default, O(n log n)) or GRETA's O(n^2) predecessor scan, for comparison",
-    )
+    r.add_argument("--remote", help="a Spark Connect server, sc://host:port (also: SPARK_REMOTE)")
+    r.add_argument("--partitions", type=int, help="Spark partitions for the kernels (default: shuffle partitions)")
+    r.add_argument("--verbose", action="store_true", help="let Spark's own log reach the terminal")
     r.set_defaults(func=cmd_run)
+
+    for name, module in (("repl", "repl"), ("gen", "gen"), ("draw", "draw")):
+        try:
+            mod = __import__(f"cetql.{module}", fromlist=["add_parser"])
+        except ImportError:
+            continue
+        if hasattr(mod, "add_parser"):
+            mod.add_parser(sub)
     return parser
+
+
+_ACTIVE: dict = {}
+
+
+def _cancel() -> None:
+    spark = _ACTIVE.get("spark")
+    if spark is None:
+        return
+    try:
+        if hasattr(spark, "interruptAll") and type(spark).__module__.startswith("pyspark.sql.connect"):
+            spark.interruptAll()
+        else:
+            spark.sparkContext.cancelAllJobs()
+    except Exception:
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    if getattr(args, "limit", 0) is not None and getattr(args, "limit", 0) < 0:
+        parser.error("--limit must be zero (all rows) or positive")
     try:
         return args.func(args)
     except QueryError as e:
         name = getattr(args, "query_file", None)
-        err.print(e.render(name if name and name != "-" else None), markup=False)
+        print(e.render(name if name and name != "-" else None), file=sys.stderr)
         return e.exit_code
     except CetqlError as e:
-        err.print(e.render(), markup=False)
+        print(e.render(), file=sys.stderr)
         return e.exit_code
+    except RecursionError:
+        err = QuerySyntaxError("the query nests too deeply (parentheses or patterns); simplify it")
+        print(err.render(), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        _cancel()
+        print("cancelled", file=sys.stderr)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_CANCELLED)  # py4j threads would print their own tracebacks on a normal exit
+    except BrokenPipeError:
+        os._exit(0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,22 +1,267 @@
-"""`--explain`: every compiler stage, as rich text for people and as JSON for
-tools.  `explain_data` is the single source; the rich view renders it."""
+"""`--explain`: the logical plan — the object that runs — in plain words for
+Spark users, then the predicates and the template; the AST only on request.
+`explain_text` is what `cetql compile --explain` prints and what
+`CompiledQuery.explain()` returns; `explain_json` the same facts as JSON.
+
+Plain text, one fact per line, no wrapping: it reads the same in a terminal,
+a pipe or a file.
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import fields
 from decimal import Decimal
 
-from rich.console import Console, Group
-from rich.markup import escape
-from rich.panel import Panel
-from rich.syntax import Syntax
-from rich.table import Table
-from rich.tree import Tree
-
 from . import ast as A
-from .compiler import CompiledQuery
-from .planner.template import Template
+from .planner.logical.plan import Aggregate, Decision, Detect, Filter, LogicalPlan, Partition, Scan, Windows
+from .planner.semantics import ir
+from .planner.semantics.template import Template, describe
 from .printer import to_text
+
+
+def _num(v):
+    if isinstance(v, Decimal):
+        return int(v) if v == v.to_integral_value() else float(v)
+    return v
+
+
+def _window_text(w: ir.Window, time_kind: str | None) -> str:
+    unit = "" if w.unitless and time_kind not in ("timestamp", "timestamp_ns") else " s"
+    length, slide = _num(w.length), _num(w.slide)
+    if w.tumbling:
+        return f"tumbling windows [k*{length}{unit}, (k+1)*{length}{unit})"
+    return f"sliding windows [k*{slide}{unit}, k*{slide}{unit} + {length}{unit})"
+
+
+def _inputs_text(scan: Scan) -> str:
+    i = scan.inputs
+    if not i.known:
+        return "not known yet (give --input to plan for them)"
+    what = ", ".join(i.names)
+    if i.typed:
+        return f"{what}, bound to types {', '.join(i.types)}"
+    return f"{what} (a single-type stream: any row may take any type of the pattern)"
+
+
+def plan_lines(plan: LogicalPlan) -> list[str]:
+    """The operator tree, Scan first, in plain words."""
+    q = plan.query
+    out: list[str] = []
+
+    def op(name: str, first: str, *more: str) -> None:
+        out.append(f"{name:<10} {first}")
+        out.extend(f"{'':<10} {m}" for m in more)
+
+    for node in plan.operators():
+        if isinstance(node, Scan):
+            kind = node.inputs.time_kind
+            time = f"time {node.time_col}" + (f" ({kind.replace('_ns', ', nanoseconds')})" if kind else "")
+            ids = f"ids from column {node.id_col}" if node.id_col else "ids derived from input order"
+            op("Scan", f"inputs: {_inputs_text(node)}", f"{time}; {ids}; event types {', '.join(node.types)}",
+               f"invalid rows: {node.invalid}")  # fmt: skip
+        elif isinstance(node, Filter):
+            lines = [f"every event: {p.text}" for p in node.constant]
+            for sf in node.states:
+                conds = ([f"type {sf.type}"] if node.child.inputs.typed else []) + [p.text for p in sf.predicates]
+                tag = " (negated)" if sf.negated else ""
+                lines.append(f"{sf.position}{tag}: {' AND '.join(conds) if conds else 'any event'}")
+            op("Filter", *(lines or ["none"]))
+        elif isinstance(node, Windows):
+            op("Windows", _window_text(node.window, plan.find(Scan).inputs.time_kind), f"sharing: {node.sharing}")
+        elif isinstance(node, Partition):
+            keys = ", ".join(["window", *[k.attr for k in node.keys]])
+            lines = [f"by ({keys}) — {node.reason}"]
+            if node.subkeys:
+                lines.append("sub-keys in the kernel: " + ", ".join(
+                    s.attr if s.position is None else f"{s.position}.{s.attr}" for s in node.subkeys))  # fmt: skip
+            op("Partition", *lines)
+        elif isinstance(node, Detect):
+            lines = [f"trends: {node.trend_set}", f"strategy: {node.strategy}"]
+            lines += _transition_lines(node.transitions, node.template)
+            lines += [f"cross: {c.text} — {c.reason}" for c in node.cross]
+            lines += [f"guard: {node.guard}", f"cost: {node.cost}"]
+            if node.with_rows:
+                lines.append("rows: each trend carries its events' input rows")
+            op("Detect", *lines)
+        elif isinstance(node, Aggregate):
+            lines = [
+                "aggregates: " + ", ".join(a.name for a in node.aggregates),
+                f"trends: {node.trend_set}",
+                f"algorithm: {node.algorithm}",
+            ]
+            if node.complete is not None:
+                lines.append(f"complete: {node.complete}")
+            lines.append(f"numbers: {node.numbers}")
+            lines += _transition_lines(node.transitions, node.template)
+            lines.append(f"cost: {node.cost}")
+            op("Aggregate", *lines)
+    del q
+    return out
+
+
+def _transition_lines(transitions, template: Template) -> list[str]:
+    lines = []
+    for tp in transitions:
+        where = " AND ".join(p.text for p in tp.predicates) or "no predicate"
+        lines.append(f"step {tp.source} → {tp.target}: {where}; index {tp.index}")
+    return lines
+
+
+def predicate_lines(query: ir.BoundQuery) -> list[str]:
+    out = []
+    for p in query.predicates:
+        line = f"{p.text}  [{ir.label(p)}] {p.reason}"
+        if isinstance(p, ir.EdgePredicate) and p.comparator:
+            line += f"; oriented next {p.comparator} h(prev), {p.h_text}" + (
+                f" ({p.monotone})" if p.monotone and p.monotone != "unknown" else ""
+            )
+        out.append(line)
+    return out or ["(none)"]
+
+
+def explain_text(compiled, *, ast: bool = False) -> str:
+    plan: LogicalPlan = compiled.plan
+    q = plan.query
+    root = plan.root
+    head = f"{q.kind.value} query over {root.trend_set.choice} trends"
+    if isinstance(root, Detect):
+        head += f", strategy {root.strategy.choice}"
+    else:
+        head += f", algorithm {root.algorithm.choice}"
+    lines = [head, "", "query:"]
+    lines += ["  " + x for x in to_text(compiled.ast).splitlines()]
+    lines += ["", "plan:"] + ["  " + x for x in plan_lines(plan)]
+    lines += ["", "predicates:"] + ["  " + x for x in predicate_lines(q)]
+    lines += ["", "template:"] + ["  " + x for x in describe(q.template)]
+    if q.params:
+        lines += ["", "parameters: " + ", ".join(f"{k}={v}" for k, v in q.params)]
+    if q.unbound:
+        lines += ["", f"note: parameter(s) {', '.join(q.unbound)} unbound; give them at run time with --param name=value"]
+    if q.schema is not None:
+        lines += ["", f"schema: checked against {q.schema}"]
+    if ast:
+        lines += ["", "AST:"] + ["  " + x for x in _ast_lines(compiled.ast)]
+    return "\n".join(lines)
+
+
+def summary_text(compiled) -> str:
+    plan = compiled.plan
+    root = plan.root
+    how = f"strategy {root.strategy.choice}" if isinstance(root, Detect) else f"algorithm {root.algorithm.choice}"
+    text = (
+        f"ok: {plan.query.kind.value} query over {root.trend_set.choice} trends, "
+        f"{len(plan.query.predicates)} predicate(s), {how}"
+    )
+    if plan.query.unbound:
+        text += f"\nnote: parameter(s) {', '.join(plan.query.unbound)} unbound; give them at run time with --param name=value"
+    return text
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def _decision(d: Decision | None):
+    return None if d is None else {"choice": d.choice, "reason": d.reason}
+
+
+def _jsonable(v):
+    if isinstance(v, Decimal):
+        return _num(v)
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return str(v)
+
+
+def plan_data(plan: LogicalPlan) -> list[dict]:
+    out = []
+    for node in plan.operators():
+        if isinstance(node, Scan):
+            i = node.inputs
+            out.append({"op": "Scan", "inputs": list(i.names) if i.known else None, "typed": i.typed,
+                        "types": list(node.types), "time": node.time_col, "time_kind": i.time_kind,
+                        "id": node.id_col, "invalid": _decision(node.invalid)})  # fmt: skip
+        elif isinstance(node, Filter):
+            out.append({"op": "Filter", "constant": [p.text for p in node.constant],
+                        "states": [{"position": s.position, "type": s.type, "negated": s.negated,
+                                    "predicates": [p.text for p in s.predicates]} for s in node.states]})  # fmt: skip
+        elif isinstance(node, Windows):
+            w = node.window
+            out.append({"op": "Windows", "length": _num(w.length), "slide": _num(w.slide),
+                        "unit": None if w.unitless else "s", "tumbling": w.tumbling,
+                        "sharing": _decision(node.sharing)})  # fmt: skip
+        elif isinstance(node, Partition):
+            out.append({"op": "Partition", "keys": [k.attr for k in node.keys],
+                        "subkeys": [s.attr if s.position is None else f"{s.position}.{s.attr}" for s in node.subkeys],
+                        "reason": node.reason})  # fmt: skip
+        else:
+            d = {"op": type(node).__name__, "trend_set": _decision(node.trend_set),
+                 "transitions": [{"from": t.source, "to": t.target, "predicates": [p.text for p in t.predicates],
+                                  "index": _decision(t.index)} for t in node.transitions],
+                 "cost": node.cost}  # fmt: skip
+            if isinstance(node, Detect):
+                d.update(strategy=_decision(node.strategy), guard=_decision(node.guard),
+                         cross=[c.text for c in node.cross], with_rows=node.with_rows)  # fmt: skip
+            else:
+                d.update(algorithm=_decision(node.algorithm), complete=_decision(node.complete),
+                         numbers=_decision(node.numbers), aggregates=[a.name for a in node.aggregates],
+                         group_by=[k.text() for k in node.group_by])  # fmt: skip
+            out.append(d)
+    return out
+
+
+def explain_data(compiled) -> dict:
+    plan = compiled.plan
+    q = plan.query
+    return {
+        "query": to_text(compiled.ast),
+        "kind": q.kind.value,
+        "trend_set": _decision(plan.root.trend_set),
+        "plan": plan_data(plan),
+        "predicates": [
+            {
+                "predicate": p.text,
+                "kind": p.kind,
+                "op": str(p.op),
+                "scope": p.scope,
+                "reason": p.reason,
+                **(
+                    {"from": p.source, "to": p.target, "comparator": p.comparator, "h": p.h_text, "monotone": p.monotone}
+                    if isinstance(p, ir.EdgePredicate)
+                    else {"positions": list(p.positions)}
+                    if isinstance(p, (ir.VertexPredicate, ir.CrossPredicate))
+                    else {"keys": [k.text() for k in p.keys]}
+                ),
+            }
+            for p in q.predicates
+        ],
+        "template": _template_data(q.template),
+        "parameters": {"bound": {k: _jsonable(v) for k, v in q.params}, "unbound": list(q.unbound)},
+        "schema": str(q.schema) if q.schema else None,
+        "ast": ast_to_data(compiled.ast),
+    }
+
+
+def explain_json(compiled) -> str:
+    return json.dumps(explain_data(compiled), indent=2)
+
+
+def _template_data(t: Template) -> dict:
+    return {
+        "states": [
+            {"name": p.name, "type": p.type, "var": p.var, "role": t.role(p.name), "kleene": p.kleene_self,
+             "repeated": p.repeated}  # fmt: skip
+            for p in t.positions
+        ],
+        "transitions": [{"from": a, "to": b, "label": "/".join(sorted(labels))} for a, b, labels in t.transitions],
+        "negations": [
+            {"case": n.case, "previous": sorted(n.previous), "following": sorted(n.following),
+             "template": _template_data(n.template)}  # fmt: skip
+            for n in t.negatives
+        ],
+    }
 
 
 def ast_to_data(node):
@@ -24,7 +269,7 @@ def ast_to_data(node):
     if isinstance(node, A.Node):
         out = {"node": type(node).__name__}
         for f in fields(node):
-            if not f.compare:  # the position and other bookkeeping
+            if not f.compare:
                 continue
             out[f.name] = ast_to_data(getattr(node, f.name))
         if node.pos is not None:
@@ -32,182 +277,27 @@ def ast_to_data(node):
         return out
     if isinstance(node, tuple):
         return [ast_to_data(x) for x in node]
-    if isinstance(node, Decimal):
-        return str(node)
-    return node
+    return _jsonable(node)
 
 
-def template_data(t: Template) -> dict:
-    return {
-        "states": [
-            {
-                "name": n,
-                "type": p.type,
-                "var": p.var,
-                "role": t.role(n),
-                "kleene": p.kleene_self,
-                "repeated": p.repeated,
-            }
-            for n, p in t.positions.items()
-        ],
-        "transitions": [
-            {"from": a, "to": b, "label": "/".join(sorted(labels))} for (a, b), labels in sorted(t.transitions.items())
-        ],
-        "negations": [
-            {
-                "case": n.case,
-                "previous": sorted(n.previous),
-                "following": sorted(n.following),
-                "template": template_data(n.template),
-            }
-            for n in t.negatives
-        ],
-    }
+def _ast_lines(node, indent: str = "") -> list[str]:
+    data = ast_to_data(node)
+    return _data_lines(data, "")
 
 
-def explain_data(c: CompiledQuery) -> dict:
-    b = c.bound
-    return {
-        "query": to_text(c.ast),
-        "kind": b.kind,
-        "trend_set": {"set": b.trend_set, "reason": b.trend_set_reason},
-        "window": {
-            "length": str(b.window.length),
-            "slide": str(b.window.slide),
-            "unit": "time column units" if b.window.unitless else "seconds",
-            "tumbling": b.window.tumbling,
-        },
-        "parameters": {
-            "bound": {k: (str(v) if isinstance(v, Decimal) else v) for k, v in b.params.items()},
-            "unbound": b.unbound_params,
-        },
-        "schema": str(b.schema) if b.schema else None,
-        "ast": ast_to_data(c.ast),
-        "predicates": [
-            {
-                "predicate": p.text,
-                "kind": p.kind,
-                "op": p.op,
-                "scope": p.scope,
-                "variables": list(p.variables),
-                "h": p.h,
-                "monotone": p.monotone,
-                "comparator": p.comparator,
-                "reason": p.reason,
-            }
-            for p in c.predicates
-        ],
-        "template": template_data(b.template),
-        "plan": {
-            "steps": [{"op": s.op, **{k: _jsonable(v) for k, v in s.details.items()}} for s in c.plan.steps],
-            "strategy": c.plan.strategy,
-            "reason": c.plan.strategy_reason,
-        },
-    }
-
-
-def _jsonable(v):
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    return v if isinstance(v, (str, int, float, bool, type(None))) else str(v)
-
-
-# ---------------------------------------------------------------- rich view
-
-
-def _ast_tree(data, label: str = "Query") -> Tree:
-    tree = Tree(f"[bold]{label}[/]")
-    _fill(tree, data)
-    return tree
-
-
-def _fill(tree: Tree, data) -> None:
-    scalars = {k: v for k, v in data.items() if k not in ("node", "pos") and not isinstance(v, (dict, list))}
-    for k, v in data.items():
-        if isinstance(v, dict):
-            sub = tree.add(_node_label(k, v))
-            _fill(sub, v)
-        elif isinstance(v, list) and v:
-            sub = tree.add(f"[dim]{k}[/]")
-            for item in v:
-                if isinstance(item, dict):
-                    _fill(sub.add(_node_label(None, item)), item)
-                else:
-                    sub.add(escape(repr(item)))
-    del scalars
-
-
-def _node_label(key, v: dict) -> str:
-    facts = ", ".join(
-        escape(f"{k}={v[k]!r}")
-        for k in v
-        if k not in ("node", "pos") and not isinstance(v[k], (dict, list)) and v[k] not in (None, False, ())
-    )
-    head = f"[dim]{key}:[/] " if key else ""
-    pos = f" [dim]@{v['pos']}[/]" if "pos" in v else ""
-    return f"{head}[cyan]{v.get('node', '')}[/]" + (f" {facts}" if facts else "") + pos
-
-
-def render(c: CompiledQuery, console: Console | None = None, *, explain: bool = True) -> None:
-    console = console or Console()
-    d = explain_data(c)
-    if not explain:
-        console.print(
-            f"[green]ok[/]: {d['kind']} query over {d['trend_set']['set']} trends, "
-            f"{len(d['predicates'])} predicate(s), strategy {d['plan']['strategy']}"
-        )
-        _warn_unbound(console, d)
-        return
-
-    console.print(Panel(Syntax(d["query"], "sql", word_wrap=True), title="query (canonical form)", expand=False))
-    console.print(_ast_tree(d["ast"], "AST"))
-
-    table = Table(title="predicates", show_lines=False)
-    for col in ("predicate", "kind", "op", "scope", "h / orientation", "why"):
-        table.add_column(col, overflow="fold")
-    for p in d["predicates"]:
-        orient = ""
-        if p["comparator"]:
-            orient = f"next {p['comparator']} h(prev); {p['h']}" + (f" ({p['monotone']})" if p["monotone"] else "")
-        table.add_row(*(escape(x) for x in (p["predicate"], p["kind"], p["op"], p["scope"], orient, p["reason"])))
-    if not d["predicates"]:
-        table.add_row("(none)", "", "", "", "", "")
-    console.print(table)
-
-    console.print(_template_tree(d["template"]))
-
-    plan = Tree("[bold]logical plan[/]")
-    node = plan
-    for s in d["plan"]["steps"]:
-        facts = escape(", ".join(f"{k}={v}" for k, v in s.items() if k != "op"))
-        node = node.add(f"[magenta]{s['op']}[/] {facts}")
-    console.print(plan)
-    console.print(f"[bold]strategy[/]: {escape(d['plan']['strategy'] + ' — ' + d['plan']['reason'])}")
-    console.print(f"[bold]trend set[/]: {escape(d['trend_set']['set'] + ' — ' + d['trend_set']['reason'])}")
-    console.print(f"[bold]window[/]: {escape(str(c.bound.window))}")
-    if d["schema"]:
-        console.print(f"[bold]schema[/]: checked against {escape(d['schema'])}")
-    _warn_unbound(console, d)
-
-
-def _template_tree(t: dict, title: str = "template") -> Tree:
-    tree = Tree(f"[bold]{title}[/]")
-    states = tree.add("states")
-    for s in t["states"]:
-        kind = "+" if s["kleene"] else " (repeated)" if s["repeated"] else ""
-        states.add(escape(f"{s['name']}: {s['type']}{kind}") + f" [yellow]{s['role']}[/]")
-    trans = tree.add("transitions")
-    for tr in t["transitions"]:
-        trans.add(escape(f"{tr['from']} → {tr['to']} ({tr['label']})"))
-    for n in t["negations"]:
-        prev = ", ".join(n["previous"]) or "window start"
-        follow = ", ".join(n["following"]) or "window end"
-        sub = _template_tree(n["template"], escape(f"NOT ({n['case']}: after {prev}, before {follow})"))
-        tree.add(Group(sub))
-    return tree
-
-
-def _warn_unbound(console: Console, d: dict) -> None:
-    if d["parameters"]["unbound"]:
-        names = escape(", ".join(d["parameters"]["unbound"]))
-        console.print(f"[yellow]note[/]: parameter(s) {names} unbound; give them at run time with --param name=value")
+def _data_lines(d, indent: str) -> list[str]:
+    lines = []
+    if isinstance(d, dict):
+        facts = ", ".join(f"{k}={v!r}" for k, v in d.items()
+                          if k not in ("node", "pos") and not isinstance(v, (dict, list)) and v not in (None, False))  # fmt: skip
+        pos = f" @{d['pos']}" if "pos" in d else ""
+        lines.append(f"{indent}{d.get('node', '')}{(' ' + facts) if facts else ''}{pos}")
+        for k, v in d.items():
+            if isinstance(v, dict):
+                lines.append(f"{indent}  {k}:")
+                lines += _data_lines(v, indent + "    ")
+            elif isinstance(v, list) and v:
+                lines.append(f"{indent}  {k}:")
+                for x in v:
+                    lines += _data_lines(x, indent + "    ") if isinstance(x, dict) else [f"{indent}    {x!r}"]
+    return lines

@@ -1,14 +1,22 @@
 """`spark.cet(query, data, …)`: cetql as a method of Spark sessions, classic
 and Spark Connect alike.
 
-`import cetql` adds the method to both session classes (Connect's only when
-its packages are installed); `cetql.install(spark)` does it for one session
-object explicitly, whatever its class.
+`import cetql` adds the method to the classic session class at once, and to
+Spark Connect's as soon as that module is imported (importing it costs a
+second, so cetql does not do it for users who never use Connect);
+`cetql.install(spark)` does it for one session object explicitly, whatever
+its class.
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
+import sys
+
 from .query import compile
+
+CONNECT = "pyspark.sql.connect.session"
 
 
 def cet(self, query: str, data=None, *, params: dict | None = None, **options):
@@ -20,26 +28,48 @@ def cet(self, query: str, data=None, *, params: dict | None = None, **options):
     return compile(query, params).run(data, spark=self, **options)
 
 
-def _session_classes() -> list[type]:
-    classes = []
-    try:
-        from pyspark.sql import SparkSession
+def _patch(cls) -> None:
+    if getattr(cls, "cet", None) is not cet:
+        cls.cet = cet
 
-        classes.append(SparkSession)
-    except ImportError:  # pragma: no cover - pyspark is a dependency
-        pass
-    try:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-        classes.append(ConnectSession)
-    except ImportError:  # Spark Connect's packages (grpcio, …) are not installed
-        pass
-    return classes
+class _PatchConnect(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Adds `cet` to Connect's session class once its module has loaded."""
+
+    def find_spec(self, name, path, target=None):
+        if name != CONNECT:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return None
+        self._loader = spec.loader
+        spec.loader = self
+        return spec
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        _patch(module.SparkSession)
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
 
 
 def install(spark=None) -> None:
     """Add `.cet` to the session classes, or to one session object's class."""
-    classes = [type(spark)] if spark is not None else _session_classes()
-    for cls in classes:
-        if getattr(cls, "cet", None) is not cet:
-            cls.cet = cet
+    if spark is not None:
+        _patch(type(spark))
+        return
+    from pyspark.sql import SparkSession
+
+    _patch(SparkSession)
+    connect = sys.modules.get(CONNECT)
+    if connect is not None:
+        _patch(connect.SparkSession)
+    elif not any(isinstance(f, _PatchConnect) for f in sys.meta_path):
+        sys.meta_path.insert(0, _PatchConnect())

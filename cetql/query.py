@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from . import ast as A
 from .errors import QueryError
-from .explaining import explain_json, explain_text
+from .explain import explain_json, explain_text
 from .options import RunOptions
 from .parser import parse
 from .planner.logical.build import build

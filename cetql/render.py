@@ -21,7 +21,6 @@ from decimal import Decimal
 from .planner.logical.plan import Detect
 from .planner.semantics import ir
 
-
 # ---------------------------------------------------------------- chains
 
 

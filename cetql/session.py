@@ -118,17 +118,3 @@ def _connect(remote: str):
 def is_connect(spark) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
-
-def _cet(self, query: str, data=None, *, params: dict | None = None, **options):  # transitional
-    from .compiler import compile
-
-    return compile(query, params).run(data, spark=self, **options)
-
-
-def install() -> None:  # transitional: replaced by cetql.extension
-    try:
-        from pyspark.sql import SparkSession
-    except ImportError:  # pragma: no cover
-        return
-    if not hasattr(SparkSession, "cet"):
-        SparkSession.cet = _cet

@@ -158,6 +158,30 @@ CASES = [
         "'a' is an event variable, not a value; compare one of its attributes, e.g. a.x",
     ),
     ("PATTERN A+ a[] WHERE [a[i].x] WITHIN 3", "1:23", "'a[i].x': an equivalence or grouping attribute takes no index"),
+    (
+        "PATTERN S+ s[] WHERE s[i-1].x + s[i+1].x > s[i].x WITHIN 3",
+        "1:22",
+        "'s[i-1].x + s[i+1].x > s[i].x' mentions three positions of a Kleene variable (s[i-1], s[i], s[i+1]); "
+        "a predicate relates two consecutive events: write it with s[i-1] and s[i] (or s and NEXT(s))",
+    ),
+    (
+        "PATTERN SEQ(A a, B+ b[]) WHERE a.x < b[i-1].x WITHIN 3",
+        "1:38",
+        "'b[i-1].x' in 'a.x < b[i-1].x': a predicate between two variables reads each one's event (b.x, or b[i].x "
+        "for every element); neighbours ([i-1], NEXT) belong to predicates over one Kleene variable",
+    ),
+    (
+        "PATTERN (SEQ(NOT C, A))+ WITHIN 3",
+        "1:14",
+        "a negation inside a nested or repeated SEQ needs a required part before and after it in that SEQ (so its "
+        "neighbours are clear); move it between required parts, or to the whole pattern",
+    ),
+    (
+        "PATTERN SEQ(A, (B?)+) WITHIN 3",
+        "1:16",
+        "'+' repeats a part that can match no event (every part of it is optional or negated); make one of its "
+        "parts required",
+    ),
 ]
 
 # Which of the cases above are syntax (not semantic) errors: the first 24.
@@ -208,6 +232,6 @@ def test_render_with_file_name():
 
 def test_unbound_parameter_is_only_noted_when_not_strict():
     c = cetql.compile("PATTERN Stock+ s[] WHERE s[i].price > ratio * s[i-1].price WITHIN 3")
-    assert c.bound.unbound_params == ["ratio"]
+    assert c.query.unbound == ("ratio",)
     c = cetql.compile("PATTERN Stock+ s[] WHERE s[i].price > ratio * s[i-1].price WITHIN 3", {"ratio": 2})
-    assert c.bound.unbound_params == []
+    assert c.query.unbound == ()

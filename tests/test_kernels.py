@@ -26,7 +26,7 @@ from cetql.options import RunOptions
 from cetql.planner.semantics.bind import bind
 from cetql.printer import aggregate_to_text, to_text
 
-FAST = settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+FAST = settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 
 # ---------------------------------------------------------------- streams
 
@@ -248,9 +248,14 @@ def test_a_long_trend_is_not_a_recursion():
     events = [{"id": i, "ts": i, "x": i} for i in range(5000)]
     out = _detected("PATTERN S+ s[] WHERE s[i].x = s[i-1].x + 1 WITHIN 100000", events, False, "COMPLETE")
     assert out == {0: {tuple(range(5000))}}
-    # a single-type stream: each event may be `a` or in `b`, so the walk carries sets of runs
-    seq = _detected("PATTERN SEQ(S a, S+ b[]) WHERE b[i].x = b[i-1].x + 1 WITHIN 100000", events, False, "COMPLETE")
-    assert seq == {0: {tuple(range(5000))}}
+    # A single-type stream: each event may be `a` or in `b`, so the walk carries
+    # sets of runs.  Only event 0 can be `a`; any later event may follow it as
+    # b[0], then b rises by one: (0, f, f+1, …, n-1) for every f ≥ 1, each complete
+    # (nothing precedes event 0, nothing follows n-1).
+    n = 1200
+    seq = _detected("PATTERN SEQ(S a, S+ b[]) WHERE a.x = 0 AND b[i].x = b[i-1].x + 1 WITHIN 100000",
+                    events[:n], False, "COMPLETE")  # fmt: skip
+    assert seq == {0: {(0, *range(f, n)) for f in range(1, n)}}
 
 
 @pytest.mark.parametrize("batch", [1, 2, 3, 7])

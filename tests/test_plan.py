@@ -7,7 +7,7 @@ import json
 import pytest
 
 from cetql.errors import QuerySemanticError, UsageError
-from cetql.explaining import explain_data
+from cetql.explain import explain_data
 from cetql.options import RunOptions
 from cetql.parser import parse
 from cetql.planner.logical.build import build

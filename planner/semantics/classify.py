@@ -173,8 +173,12 @@ _PAIR_ROLES: dict[frozenset, dict] = {
 _ONE_SIDE = {"i-1": "prev", "i+1": "next", "next": "next"}
 
 
-def _written(index) -> str:
-    return {None: "c", "i": "c[i]", "i-1": "c[i-1]", "i+1": "c[i+1]", "next": "NEXT(c)"}[index]
+_ORDER = ("i-1", None, "i", "i+1", "next")
+
+
+def _written(indexes, var: str) -> str:
+    forms = {None: var, "i": f"{var}[i]", "i-1": f"{var}[i-1]", "i+1": f"{var}[i+1]", "next": f"NEXT({var})"}
+    return ", ".join(forms[i] for i in _ORDER if i in indexes)
 
 
 def pair_roles(indexes: set, e: A.Expr) -> dict:
@@ -186,18 +190,18 @@ def pair_roles(indexes: set, e: A.Expr) -> dict:
     later = {"i+1", "next"} & indexes
     earlier = {"i-1"} & indexes
     if earlier and later:
+        var = attr_refs(e)[0].var
         raise QuerySemanticError(
-            f"'{expr_to_text(e)}' mentions three positions of a Kleene variable "
-            f"({', '.join(_written(i) for i in sorted(indexes, key=str))}); a predicate relates two consecutive "
-            "events: write it with c[i-1] and c[i] (or c and NEXT(c))",
+            f"'{expr_to_text(e)}' mentions three positions of a Kleene variable ({_written(indexes, var)}); a "
+            f"predicate relates two consecutive events: write it with {var}[i-1] and {var}[i] (or {var} and NEXT({var}))",
             e.pos,
         )
     if len(indexes) == 1 and next(iter(indexes)) in _ONE_SIDE:
         (index,) = indexes
         return {index: _ONE_SIDE[index]}
     raise QuerySemanticError(
-        f"'{expr_to_text(e)}' mixes positions {', '.join(_written(i) for i in sorted(indexes, key=str))} "
-        "that do not name one step of the Kleene variable",
+        f"'{expr_to_text(e)}' mixes positions {_written(indexes, attr_refs(e)[0].var)} that do not name one step "
+        "of the Kleene variable",
         e.pos,
     )
 

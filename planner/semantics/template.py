@@ -287,12 +287,6 @@ class _Builder:
         frags: list[tuple[int, _Frag]] = []
         negations: list[tuple[int, A.Negation]] = []
         for k, item in enumerate(items):
-            if isinstance(item, A.Negation) and not top and k in (0, len(items) - 1):
-                raise QuerySemanticError(
-                    "a negation at the start or end of a nested or repeated SEQ has no clear neighbours; place it "
-                    "between positive parts, or at the start or end of the whole pattern",
-                    item.pos,
-                )
             if isinstance(item, A.Negation):
                 if negations and negations[-1][0] == k - 1:
                     raise QuerySemanticError(

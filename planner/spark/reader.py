@@ -240,7 +240,7 @@ def _json_columns(path: Path, spec) -> list[Column]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise SchemaError(f"'{path}' line {n} is not JSON ({e.msg}); inputs are JSON lines, one object a line")
+            raise SchemaError(f"'{path}' line {n} is not JSON ({e.msg}); inputs are JSON lines, one object a line") from None
         if not isinstance(obj, dict):
             raise SchemaError(f"'{path}' line {n} is not a JSON object")
         for k, v in obj.items():
