@@ -283,6 +283,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _json_error(kind: str, message: str, pos=None) -> str:
+    import json
+
+    error = {"kind": kind, "message": message}
+    if pos is not None:
+        error.update(line=pos.line, column=pos.column)
+    return json.dumps({"error": error})
+
+
 _ACTIVE: dict = {}
 
 
@@ -304,14 +313,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "limit", 0) is not None and getattr(args, "limit", 0) < 0:
         parser.error("--limit must be zero (all rows) or positive")
+    as_json = getattr(args, "format", None) == "json" and args.command == "compile"
     try:
         return args.func(args)
     except QueryError as e:
         name = getattr(args, "query_file", None)
-        print(e.render(name if name and name != "-" else None), file=sys.stderr)
+        if as_json:
+            print(_json_error(e.kind, e.message, e.pos), file=sys.stderr)
+        else:
+            print(e.render(name if name and name != "-" else None), file=sys.stderr)
         return e.exit_code
     except CetqlError as e:
-        print(e.render(), file=sys.stderr)
+        print(_json_error("error", str(e)) if as_json else e.render(), file=sys.stderr)
         return e.exit_code
     except RecursionError:
         err = QuerySyntaxError("the query nests too deeply (parentheses or patterns); simplify it")

@@ -43,7 +43,7 @@ def paper_stream(spark, text, attrs=None):
 
 def run(spark, text, frames, **kw):
     q = cetql.compile(text)
-    types = {p.type for p in q.bound.positions.values()}
+    types = {p.type for p in q.query.positions.values()}
     return q.run({t: df for t, df in frames.items() if t in types}, spark=spark, id_col="id", **kw).collect()
 
 
@@ -86,7 +86,7 @@ def test_aseq_figure_4_prefix_counting(spark):
     # then c and d complete (A, B, C, D): 5 matches.
     frames, events = paper_stream(spark, "a1,a2,b3,a4,b5,c6,d7")
     text = "PATTERN SEQ(A, B, C, D) AGG COUNT WITHIN 10"
-    assert cetql.compile(text).plan.strategy == "A-Seq"
+    assert cetql.compile(text).plan.root.algorithm.choice == "aseq"
     (r,) = run(spark, text, frames)
     assert r["COUNT(*)"] == 5 == reference_aggregates(text, events)[(0, ())]["COUNT(*)"]
 
@@ -251,7 +251,7 @@ def test_readme_cluster_example_runs(spark, capsys):
     args = ["run", str(root / "examples/queries/greta_q2_cluster.cet")]
     for t in ("Start", "Measurement", "End"):
         args += ["--input", f"{t}={data / (t.lower() + '.csv')}"]
-    assert main([*args, "--limit", "1000"]) == 0
+    assert main([*args, "--limit", "1000", "--format", "table"]) == 0
     out = capsys.readouterr().out
     assert "rows" in out and "SUM(M.cpu)" in out
     q = cetql.compile((root / "examples/queries/greta_q2_cluster.cet").read_text())

@@ -19,28 +19,49 @@ QUERIES = sorted(EXAMPLES.glob("*.cet"))
 def test_compile_explain_runs_for_every_seed_query(path, capsys):
     assert main(["compile", str(path), "--explain"]) == 0
     out = capsys.readouterr().out
-    for section in ("AST", "predicates", "template", "logical plan", "strategy", "trend set", "window"):
+    for section in ("query:", "plan:", "Scan", "Filter", "Windows", "Partition", "predicates:", "template:"):
         assert section in out, section
+    assert "AST:" not in out  # only with --ast
+    assert main(["compile", str(path), "--explain", "--ast"]) == 0
+    assert "AST:" in capsys.readouterr().out
 
 
 def test_explain_says_which_trend_set_an_aggregation_uses(capsys):
     main(["compile", str(EXAMPLES / "greta_q1_stock.cet"), "--explain"])
-    assert "trend set: ALL" in capsys.readouterr().out
+    assert "trends: ALL — default for aggregation" in capsys.readouterr().out
     main(["compile", str(EXAMPLES / "abi_q1_kiting.cet"), "--explain"])
-    assert "trend set: COMPLETE" in capsys.readouterr().out
+    assert "trends: COMPLETE — default for detection" in capsys.readouterr().out
+
+
+def test_explain_is_the_python_api_text(capsys):
+    import cetql
+
+    text = (EXAMPLES / "greta_q3_traffic.cet").read_text()
+    main(["compile", str(EXAMPLES / "greta_q3_traffic.cet"), "--explain"])
+    assert capsys.readouterr().out.strip() == cetql.compile(text).explain().strip()
 
 
 def test_json_format(capsys):
     assert main(["compile", str(EXAMPLES / "abi_q2_stock.cet"), "--format", "json", "--param", "ratio=1.5"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["kind"] == "detection"
-    assert data["trend_set"]["set"] == "COMPLETE"
-    assert data["parameters"]["bound"] == {"ratio": "1.5"}
+    assert data["trend_set"]["choice"] == "COMPLETE"
+    assert data["parameters"]["bound"] == {"ratio": 1.5}  # numbers as numbers
     by_text = {p["predicate"]: p for p in data["predicates"]}
     p = by_text["s[i].price > ratio * s[i-1].price"]
     assert (p["kind"], p["op"], p["scope"], p["h"]) == ("edge", "range", "adjacent", "h(x) = ratio * x")
-    assert data["ast"]["node"] == "Query"
-    assert [s["op"] for s in data["plan"]["steps"]] == ["Scan", "Filter", "Windows", "Partition", "Detect"]
+    assert "ast" not in data
+    assert [o["op"] for o in data["plan"]] == ["Scan", "Filter", "Windows", "Partition", "Detect"]
+    (windows,) = [o for o in data["plan"] if o["op"] == "Windows"]
+    assert windows["length"] == 3600 and windows["slide"] == 600
+
+
+def test_json_errors_are_json(tmp_path, capsys):
+    q = tmp_path / "bad.cet"
+    q.write_text("PATTERN A+ WHERE a.x > ) WITHIN 3")
+    assert main(["compile", str(q), "--format", "json"]) == 2
+    err = json.loads(capsys.readouterr().err)
+    assert err["error"]["kind"] == "syntax error" and err["error"]["line"] == 1 and err["error"]["column"] == 24
 
 
 def test_short_form_without_explain(capsys):
@@ -122,7 +143,7 @@ def test_input_csv_and_parquet_schemas(tmp_path, capsys):
     table = pa.table({"ts": [1, 2], "src": ["A", "B"], "dest": ["B", "C"], "type": ["x", "y"]})
     pq.write_table(table, tmp_path / "checks.parquet")
     assert main(["compile", q, "--input", str(tmp_path / "checks.parquet"), "--explain"]) == 0
-    assert "schema: checked against ts int64, src string, dest string, type string" in capsys.readouterr().out
+    assert "schema: checked against ts bigint, src string, dest string, type string" in capsys.readouterr().out
 
 
 def test_sum_over_a_string_column(tmp_path, capsys):

@@ -238,7 +238,7 @@ def test_missing_column_is_named_before_spark_runs(spark):
 def test_null_time_fails_the_query(spark):
     df = _events(spark, [(1, None, "A", "B"), (2, 2, "B", "C")], "id long, ts long, src string, dst string")
     out = spark.cet("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10", df, id_col="id")
-    with pytest.raises(Exception, match="null value in time column 'ts'"):
+    with pytest.raises(Exception, match="time column 'ts' is null, NaN or infinite"):
         out.collect()
 
 
@@ -307,9 +307,13 @@ def test_cli_run_prints_and_writes(spark, tmp_path, capsys):
     csv.write_text("id,ts,src,dst\n1,1,A,B\n2,2,B,C\n3,3,B,D\n4,4,D,E\n")
     q = tmp_path / "q.cet"
     q.write_text("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10")
-    assert main(["run", str(q), "--input", str(csv), "--id-col", "id"]) == 0
+    assert main(["run", str(q), "--input", str(csv), "--id-col", "id", "--format", "table"]) == 0
     out = capsys.readouterr().out
-    assert "2 trends" in out and "[1, 3, 4]" in out
+    assert "2 trends" in out and "A → B → D → E" in out  # the chain of accounts of trend (1, 3, 4)
+    assert main(["run", str(q), "--input", str(csv), "--id-col", "id"]) == 0  # piped: CSV, the summary on stderr
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == ["window_start,window_end,events,length", "0,10,1;2,2", "0,10,1;3;4,3"]
+    assert captured.err.startswith("2 trends")
     for fmt in ("parquet", "json", "csv"):
         dest = tmp_path / f"out-{fmt}"
         assert main(["run", str(q), "--input", str(csv), "--id-col", "id", "--output", str(dest), "--format", fmt]) == 0
@@ -337,11 +341,11 @@ def test_cli_null_time_is_counted(spark, tmp_path, capsys):
     q.write_text("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10")
     assert main(["run", str(q), "--input", str(csv), "--id-col", "id"]) == 1
     err = capsys.readouterr().err
-    assert "null value in time column 'ts': 2 row(s) have no time" in err
+    assert "time column 'ts': 2 row(s) have no time (null, NaN or infinite)" in err
     assert "Traceback" not in err
 
 
-def test_compile_explain_shows_the_spark_plan(spark, tmp_path, capsys):
+def test_compile_explain_plans_for_the_input(tmp_path, capsys):
     from cetql.cli import main
 
     csv = tmp_path / "checks.csv"
@@ -350,7 +354,7 @@ def test_compile_explain_shows_the_spark_plan(spark, tmp_path, capsys):
     q.write_text("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10")
     assert main(["compile", str(q), "--explain", "--input", str(csv)]) == 0
     out = capsys.readouterr().out
-    assert "spark plan" in out and "MapInArrow" in out
+    assert "a single-type stream" in out and "time ts (numeric)" in out
 
 
 def test_cet_figure_2(spark):

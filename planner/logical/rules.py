@@ -386,7 +386,10 @@ def cost(d: Draft) -> Draft:
         if algo == K.ASEQ:
             text = "per group: O(n · pattern length)"
         else:
-            worst = max((K.INDEXES.index(tp.index.choice) for tp in d.transitions), default=0)
+            worst = max(
+                (K.INDEXES.index(tp.index.choice) for tp in d.transitions if tp.predicates or tp.index.choice != K.SCAN),
+                default=0,
+            )
             text = {0: "per group: O(n) (hash lookups)", 1: "per group: O(n log n) (range index)",
                     2: "per group: O(n²) (predecessor scan)"}[worst]  # fmt: skip
             if d.complete is not None and d.complete.choice == K.DETERMINIZED:
