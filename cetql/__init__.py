@@ -9,13 +9,17 @@
 (`cetql.install(spark)` does it for one session object).
 """
 
-from .errors import CetqlError, ParameterError, QueryError, QuerySemanticError, QuerySyntaxError, SchemaError, UsageError
+from .errors import (
+    CetqlError,
+    ParameterError,
+    QueryError,
+    QuerySemanticError,
+    QuerySyntaxError,
+    SchemaError,
+    UsageError,
+)
 from .extension import install
 from .options import RunOptions
-from .parser import parse
-from .printer import to_text
-from .query import CompiledQuery, compile
-from .session import get_spark
 
 __version__ = "0.2.0"
 
@@ -35,5 +39,21 @@ __all__ = [
     "parse",
     "to_text",
 ]
+
+# The compiler loads on first use: Spark's Python workers import cetql for
+# the kernels only, and should not pay for the front end, Spark's
+# DataFrame layer or networkx.
+_LAZY = {"compile": "query", "CompiledQuery": "query", "parse": "parser", "to_text": "printer", "get_spark": "session"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        from importlib import import_module
+
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'cetql' has no attribute '{name}'")
+
 
 install()

@@ -12,14 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-
-@dataclass(frozen=True)
-class Pos:
-    line: int
-    column: int
-
-    def __str__(self) -> str:
-        return f"{self.line}:{self.column}"
+from .errors import Pos
 
 
 def _pos() -> Pos | None:

@@ -15,14 +15,26 @@ error also shows its line and a caret), never a traceback.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
 import time
 from pathlib import Path
 
+from . import __version__
 from .errors import CetqlError, ParameterError, QueryError, QuerySyntaxError, UsageError
+from .explain import explain_data, explain_text, summary_text
+from .failures import describe
 from .options import OutputFormat, OutputMode, RunOptions
+from .output import check_target, write
+from .planner.semantics.bind import parse_param
+from .planner.semantics.schema import parse_ddl
+from .planner.spark.compiler import count_invalid, diagnose_invalid
+from .query import compile
+from .render import print_result
+from .runtime import describe_paths
+from .session import get_spark
 
 EXIT_CANCELLED = 130
 
@@ -47,8 +59,6 @@ def read_query(path: str) -> str:
 
 
 def parse_params(items: list[str] | None) -> dict[str, object]:
-    from .planner.semantics.bind import parse_param
-
     out: dict[str, object] = {}
     for item in items or []:
         k, v = parse_param(item)
@@ -96,8 +106,6 @@ def run_options(args) -> RunOptions:
 
 def known_inputs(data, typed: dict, time_col: str):
     """What can be learnt of path inputs without Spark (tables: nothing)."""
-    from .runtime import describe_paths
-
     return describe_paths({None: data} if data is not None else dict(typed), time_col)
 
 
@@ -105,9 +113,6 @@ def known_inputs(data, typed: dict, time_col: str):
 
 
 def cmd_compile(args) -> int:
-    from .planner.semantics.schema import parse_ddl
-    from .query import compile
-
     text = read_query(args.query_file)
     options = run_options(args)
     params = parse_params(args.param)
@@ -121,22 +126,14 @@ def cmd_compile(args) -> int:
     schema = parse_ddl(args.schema) if args.schema else (inputs.schema if inputs else None)
     compiled = compile(text, params, schema, options=options, inputs=inputs, strict_params=bool(args.param))
     if args.format == "json":
-        import json
-
-        from .explain import explain_data
-
         data_out = explain_data(compiled)
         if not args.ast:
             data_out.pop("ast", None)
         print(json.dumps(data_out, indent=2))
         return 0
     if args.explain or args.ast:
-        from .explain import explain_text
-
         print(explain_text(compiled, ast=args.ast))
     else:
-        from .explain import summary_text
-
         print(summary_text(compiled))
     return 0
 
@@ -145,13 +142,17 @@ def cmd_compile(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .query import compile
-
     text = read_query(args.query_file)
     options = run_options(args)
     params = parse_params(args.param)
     data, typed = parse_inputs(args.input)
-    fmt = OutputFormat(args.format) if args.format else None
+    fmt = None
+    if args.output is not None:
+        if args.format == "table":
+            raise UsageError("--format table prints the result; with --output give parquet, csv or json")
+        fmt = OutputFormat(args.format or "parquet")
+    elif args.format == "parquet":
+        raise UsageError("--format parquet writes files: give --output PATH (or --format table, csv or json to print)")
     mode = OutputMode(args.mode)
     if args.output is None and args.mode != OutputMode.ERROR.value:
         raise UsageError("--mode says what to do with an existing --output path; give --output too")
@@ -159,12 +160,8 @@ def cmd_run(args) -> int:
     inputs = known_inputs(data, typed, options.time_col)
     compiled = compile(text, params, options=options, inputs=inputs, strict_params=True)
     if args.output is not None:
-        from .output import check_target
-
         check_target(args.output, mode, [str(v) for v in ([data] if data else typed.values())])
     show = _show_attrs(args.show)
-
-    from .session import get_spark
 
     spark = get_spark(args.master, remote=args.remote, verbose=args.verbose)
     _ACTIVE["spark"] = spark
@@ -172,24 +169,16 @@ def cmd_run(args) -> int:
     started = time.monotonic()
     try:
         if args.output is not None:
-            from .output import write
-
-            rows = write(execution.dataframe, args.output, fmt or OutputFormat.PARQUET, mode,
-                         [str(v) for v in ([data] if data else typed.values())])  # fmt: skip
+            rows = write(execution.dataframe, args.output, fmt, mode, [str(v) for v in ([data] if data else typed.values())])
             noun = "trends" if compiled.kind == "detection" else "rows"
             if rows is None:
                 print(f"'{args.output}' exists; nothing written (--mode ignore)" if mode == OutputMode.IGNORE
-                      else f"wrote {noun} to {args.output} ({(fmt or OutputFormat.PARQUET).value})")  # fmt: skip
+                      else f"wrote {noun} to {args.output} ({fmt.value})")  # fmt: skip
             else:
-                print(f"wrote {rows:,} {noun} to {args.output} ({(fmt or OutputFormat.PARQUET).value}) "
-                      f"in {time.monotonic() - started:.1f} s")  # fmt: skip
+                print(f"wrote {rows:,} {noun} to {args.output} ({fmt.value}) in {time.monotonic() - started:.1f} s")
         else:
-            from .render import print_result
-
             print_result(execution, limit=args.limit, fmt=args.format, show=show, stream=sys.stdout)
         if options.drop_invalid:
-            from .planner.spark.compiler import count_invalid
-
             dropped = count_invalid(execution.plan, execution.inputs)
             if dropped:
                 print(f"dropped {dropped:,} input row(s) with an invalid time or value (--drop-invalid)",
@@ -197,9 +186,6 @@ def cmd_run(args) -> int:
     except (CetqlError, KeyboardInterrupt):
         raise
     except Exception as e:
-        from .failures import describe
-        from .planner.spark.compiler import diagnose_invalid
-
         raise describe(e, lambda: diagnose_invalid(execution.plan, execution.inputs)) from None
     return 0
 
@@ -238,8 +224,6 @@ def _common(p, *, run: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
-
     parser = argparse.ArgumentParser(prog="cetql", description="Complete Event Trend queries on Apache Spark.")
     parser.add_argument("--version", action="version", version=f"cetql {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -273,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--verbose", action="store_true", help="let Spark's own log reach the terminal")
     r.set_defaults(func=cmd_run)
 
-    for name, module in (("repl", "repl"), ("gen", "gen"), ("draw", "draw")):
+    for module in ("repl", "gen", "draw"):
         try:
             mod = __import__(f"cetql.{module}", fromlist=["add_parser"])
         except ImportError:

@@ -9,7 +9,18 @@
 
 from __future__ import annotations
 
-from .ast import Pos
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Pos:
+    """A place in the query text: line and column, 1-based."""
+
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.line}:{self.column}"
 
 
 class CetqlError(Exception):

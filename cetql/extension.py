@@ -14,8 +14,6 @@ import importlib.abc
 import importlib.util
 import sys
 
-from .query import compile
-
 CONNECT = "pyspark.sql.connect.session"
 
 

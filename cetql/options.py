@@ -59,6 +59,29 @@ class OutputFormat(StrEnum):
     JSON = "json"
 
 
+class Index(StrEnum):
+    """How a step along one template transition finds the next events."""
+
+    HASH = "hash"  # an equal predicate: a hash from value to events (ABI attribute vertex)
+    RANGE = "range"  # a range predicate: events sorted by value (ABI range index)
+    SCAN = "scan"  # every later event (candidate pairs)
+
+
+class Algorithm(StrEnum):
+    """How an aggregation is computed."""
+
+    GRETA = "greta"  # propagate along the template from predecessors
+    ASEQ = "aseq"  # A-Seq prefix counters: COUNT(*) of a fixed-length SEQ
+    KLEENE_COUNT = "kleene-count"  # COUNT(*) of E+ with at most one equal or range predicate: plain numbers
+
+
+class Completeness(StrEnum):
+    """How COMPLETE trends are told apart when aggregating."""
+
+    PER_STATE = "per-state"  # every event can take at most one state
+    DETERMINIZED = "determinized"  # events may take several states: sets of runs per event sequence
+
+
 DEFAULT_MAX_TRENDS = 10_000_000
 
 # Units of a numeric time column, in units per second.

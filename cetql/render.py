@@ -18,6 +18,7 @@ import json
 import sys
 from decimal import Decimal
 
+from .errors import UsageError
 from .planner.logical.plan import Detect
 from .planner.semantics import ir
 
@@ -210,8 +211,6 @@ def _chains(execution, rows, chain) -> dict:
     events, id_col = execution.events()
     missing = [a for a in attrs if a not in events.columns]
     if missing:
-        from .errors import UsageError
-
         raise UsageError(f"--show: no column {missing[0]} in the input (columns: {', '.join(c for c in events.columns if c != id_col)})")
     found = {r[id_col]: r.asDict() for r in events.filter(events[id_col].isin(ids)).select(id_col, *attrs).collect()}
     return {

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import spec as K
+from .expr import COMPARATORS
 from .graph import Graph, complete_classes
 from .index import MAX, MIN, SUM, Monoid
 from .template import GroupTemplate
@@ -230,8 +231,6 @@ def kleene_count(times: Sequence, step, approx: bool = False, scan: bool = False
 
 def _scan_count(times, step, approx: bool):
     import numpy as np
-
-    from .expr import COMPARATORS
 
     n = len(times)
     if step.equal:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cetql.options import Exact, Kernel, TrendSet
+from cetql.options import Algorithm, Completeness, Exact, Index, Kernel, TrendSet
 
 Expr = tuple
 
@@ -45,10 +45,9 @@ Expr = tuple
 RANGE_OPS = ("<", "<=", ">", ">=")
 
 # How a transition finds the successors of an event (decided by the plan):
-HASH = "hash"  # equal[0]: a hash from value to the events with that lval (ABI attribute vertex)
-RANGE = "range"  # ranges[0]: events sorted by lval, the range that satisfies OP h(prev)
-SCAN = "scan"  # every later event that may take the target state (candidate pairs)
-INDEXES = (HASH, RANGE, SCAN)
+HASH = Index.HASH  # equal[0]: a hash from value to the events with that lval (ABI attribute vertex)
+RANGE = Index.RANGE  # ranges[0]: events sorted by lval, the range that satisfies OP h(prev)
+SCAN = Index.SCAN  # every later event that may take the target state (candidate pairs)
 
 
 @dataclass(frozen=True)
@@ -149,14 +148,9 @@ class DetectSpec:
     batch_rows: int = 65536  # trends per output Arrow batch
 
 
-# Aggregation algorithms (decided by the plan):
-GRETA = "greta"  # propagate along the template from predecessors
-ASEQ = "aseq"  # A-Seq prefix counters: COUNT(*) of a fixed-length SEQ
-KLEENE_COUNT = "kleene-count"  # COUNT(*) of E+ with at most one equal or range predicate: plain numbers
-
-# How COMPLETE trends are aggregated (decided by the plan):
-PER_STATE = "per-state"  # every event can take at most one state: start/end rules per (event, state)
-DETERMINIZED = "determinized"  # events may take several states: propagate sets of runs per event sequence
+# Aggregation algorithms and how COMPLETE trends are aggregated (decided by the plan):
+GRETA, ASEQ, KLEENE_COUNT = Algorithm.GRETA, Algorithm.ASEQ, Algorithm.KLEENE_COUNT
+PER_STATE, DETERMINIZED = Completeness.PER_STATE, Completeness.DETERMINIZED
 
 
 @dataclass(frozen=True)

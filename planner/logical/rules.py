@@ -9,9 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from cetql.errors import QuerySemanticError, UsageError
-from cetql.options import Exact, Kernel, RunOptions, Strategy, TrendSet
+from cetql.options import Algorithm, Completeness, Exact, Index, Kernel, RunOptions, Strategy, TrendSet
 
-from ..kernels import spec as K
 from ..semantics import ir
 from ..semantics.ir import Kind, Op
 from .plan import Decision, Inputs, Key, SubKey, TransitionPlan
@@ -192,8 +191,8 @@ def _source(a, shared, group) -> str:
 
 
 _INDEX_COST = {
-    K.HASH: "a hash on the value (ABI attribute vertex per value): O(1) per step",
-    K.RANGE: "a sorted index over h(prev) values (ABI range index): O(log n) per step",
+    Index.HASH: "a hash on the value (ABI attribute vertex per value): O(1) per step",
+    Index.RANGE: "a sorted index over h(prev) values (ABI range index): O(log n) per step",
 }
 
 
@@ -216,17 +215,17 @@ def indexes(d: Draft) -> Draft:
         equal = [e for e in preds if e.op == Op.EQUAL]
         ranges = [e for e in preds if e.op == Op.RANGE]
         if not d.detection and o.kernel == Kernel.SCAN:
-            choice = Decision(K.SCAN, "--kernel scan: GRETA's predecessor scan, O(n) per step (for comparisons)")
+            choice = Decision(Index.SCAN, "--kernel scan: GRETA's predecessor scan, O(n) per step (for comparisons)")
         elif not d.detection and (p, n) in between:
-            choice = Decision(K.SCAN, "a negation lies between these positions: every predecessor is checked, O(n)")
+            choice = Decision(Index.SCAN, "a negation lies between these positions: every predecessor is checked, O(n)")
         elif equal:
-            choice = Decision(K.HASH, f"{equal[0].text}: {_INDEX_COST[K.HASH]}")
+            choice = Decision(Index.HASH, f"{equal[0].text}: {_INDEX_COST[Index.HASH]}")
         elif ranges:
-            choice = Decision(K.RANGE, f"{ranges[0].text}: {_INDEX_COST[K.RANGE]}")
+            choice = Decision(Index.RANGE, f"{ranges[0].text}: {_INDEX_COST[Index.RANGE]}")
         elif preds:
-            choice = Decision(K.SCAN, "no equal or range predicate: candidate pairs, O(n) per step")
+            choice = Decision(Index.SCAN, "no equal or range predicate: candidate pairs, O(n) per step")
         else:
-            choice = Decision(K.SCAN, "no predicate: every later event follows, O(1) per step as a running total"
+            choice = Decision(Index.SCAN, "no predicate: every later event follows, O(1) per step as a running total"
                               if not d.detection else "no predicate: every later event follows")  # fmt: skip
         plans.append(TransitionPlan(p, n, preds, choice))
     return replace(d, transitions=tuple(plans))
@@ -251,7 +250,7 @@ def algorithm(d: Draft) -> Draft:
         and all(len(n.template.positions) == 1 and not n.template.negatives for n in t.negatives)
     ):
         algo = Decision(
-            K.ASEQ, "COUNT(*) of a fixed-length SEQ with no predicate between events: one counter per prefix (A-Seq)"
+            Algorithm.ASEQ, "COUNT(*) of a fixed-length SEQ with no predicate between events: one counter per prefix (A-Seq)"
         )
     elif (
         t.single_kleene is not None
@@ -262,12 +261,12 @@ def algorithm(d: Draft) -> Draft:
         and (not d.transitions[0].predicates or d.transitions[0].predicates[0].op != Op.OTHER)
     ):
         algo = Decision(
-            K.KLEENE_COUNT,
+            Algorithm.KLEENE_COUNT,
             "COUNT(*) of E+ with at most one equal or range predicate: GRETA's propagation with plain numbers",
         )
     else:
         why = "Kleene or nested pattern" if not t.fixed_length else "predicates between events or other aggregates"
-        algo = Decision(K.GRETA, f"propagate aggregates along the template from predecessors (GRETA): {why}")
+        algo = Decision(Algorithm.GRETA, f"propagate aggregates along the template from predecessors (GRETA): {why}")
     complete = None
     if trends == TrendSet.COMPLETE:
         positions = t.positions
@@ -275,13 +274,13 @@ def algorithm(d: Draft) -> Draft:
         typed = d.inputs.typed if d.inputs.typed is not None else len({p.type for p in positions}) > 1
         if len(positions) == 1 or (typed and distinct):
             complete = Decision(
-                K.PER_STATE,
+                Completeness.PER_STATE,
                 "each event can take one position: a trend starts at an event no start event precedes, and ends at "
                 "one no end event follows",
             )
         else:
             complete = Decision(
-                K.DETERMINIZED,
+                Completeness.DETERMINIZED,
                 "an event can take several positions: runs are followed as sets per event sequence, so a trend is "
                 "complete exactly when no event can be prepended or appended",
             )
@@ -383,15 +382,15 @@ def cost(d: Draft) -> Draft:
                 text += "; cross predicates are checked on each extension"
     else:
         algo = d.algorithm.choice
-        if algo == K.ASEQ:
+        if algo == Algorithm.ASEQ:
             text = "per group: O(n · pattern length)"
         else:
             worst = max(
-                (K.INDEXES.index(tp.index.choice) for tp in d.transitions if tp.predicates or tp.index.choice != K.SCAN),
+                (list(Index).index(tp.index.choice) for tp in d.transitions if tp.predicates or tp.index.choice != Index.SCAN),
                 default=0,
             )
             text = {0: "per group: O(n) (hash lookups)", 1: "per group: O(n log n) (range index)",
                     2: "per group: O(n²) (predecessor scan)"}[worst]  # fmt: skip
-            if d.complete is not None and d.complete.choice == K.DETERMINIZED:
+            if d.complete is not None and d.complete.choice == Completeness.DETERMINIZED:
                 text += "; COMPLETE over sets of runs: O(steps · sets)"
     return replace(d, cost=text)
