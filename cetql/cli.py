@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import sys
@@ -34,7 +35,7 @@ from .planner.spark.compiler import count_invalid, diagnose_invalid
 from .query import compile
 from .render import print_result
 from .runtime import describe_paths
-from .session import get_spark
+from .session import get_spark, log_path
 
 EXIT_CANCELLED = 130
 
@@ -292,9 +293,25 @@ def _cancel() -> None:
         pass
 
 
+def _quiet_python_logging(verbose: bool) -> None:
+    """py4j and pyspark log through Python's logging (a Ctrl-C makes py4j log
+    a traceback): to the log file, not the terminal, unless verbose."""
+    if verbose:
+        return
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) in (sys.stderr, sys.stdout):
+            root.removeHandler(h)
+    if not any(isinstance(h, logging.FileHandler) for h in root.handlers):
+        root.addHandler(logging.FileHandler(log_path()))
+    for name in ("py4j", "pyspark"):
+        logging.getLogger(name).propagate = True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _quiet_python_logging(getattr(args, "verbose", False))
     if getattr(args, "limit", 0) is not None and getattr(args, "limit", 0) < 0:
         parser.error("--limit must be zero (all rows) or positive")
     as_json = getattr(args, "format", None) == "json" and args.command == "compile"

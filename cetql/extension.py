@@ -23,6 +23,9 @@ def cet(self, query: str, data=None, *, params: dict | None = None, **options):
     `data`: a DataFrame, a path, a table/view name, or {type: …}; typed
     inputs may also be keywords (`Check=df`).  Options as for
     `CompiledQuery.run`."""
+    # lazy: `import cetql` must not load the compiler and Spark's DataFrame layer
+    from .query import compile
+
     return compile(query, params).run(data, spark=self, **options)
 
 

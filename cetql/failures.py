@@ -54,6 +54,50 @@ def kernel_error(text: str) -> str | None:
     return found
 
 
+def _java_chain(e):
+    """(condition, class name, message) of each Java exception in the cause
+    chain behind a Python-side error: a Py4J error (actions Spark does not
+    convert, e.g. toLocalIterator) or a converted one (its origin)."""
+    je = getattr(e, "java_exception", None) or getattr(e, "_origin", None)
+    seen = 0
+    while je is not None and seen < 20:
+        seen += 1
+        try:
+            cls = je.getClass().getName()
+            msg = je.getMessage() or ""
+            cond = None
+            for name in ("getCondition", "getErrorClass"):
+                try:
+                    cond = getattr(je, name)()
+                    break
+                except Exception:
+                    continue
+            yield cond, cls, msg
+            je = je.getCause()
+        except Exception:
+            return
+
+
+# conditions that only wrap the error that matters (found in the cause chain)
+_WRAPPERS = ("FAILED_READ_FILE", "TASK_WRITE_FAILED")
+
+
+def _cause(e, name: str, text: str, condition: str | None):
+    """The (name, text, condition) that explains `e`: its own, or the first
+    telling one in its Java cause chain when `e` only wraps it."""
+    if condition is not None and not condition.startswith(_WRAPPERS):
+        return name, text, condition
+    first = None
+    for cond, cls, msg in _java_chain(e):
+        if cls.endswith("PythonException"):
+            return "PythonException", msg, None
+        if cond and cond.startswith(("MALFORMED_RECORD", "USER_RAISED_EXCEPTION")):
+            return name, msg, cond
+        if cond and first is None and not cond.startswith(_WRAPPERS):
+            first = (name, msg, cond)
+    return first or (name, text, condition)
+
+
 def describe(e: BaseException, diagnose=None) -> CetqlError:
     """A one-line error for exception `e` from a Spark action.  `diagnose()`
     (optional) counts the rows the scan refused, for USER_RAISED_EXCEPTION."""
@@ -61,7 +105,7 @@ def describe(e: BaseException, diagnose=None) -> CetqlError:
         return e
     name = type(e).__name__
     text = str(e)
-    condition = _condition(e)
+    name, text, condition = _cause(e, name, text, _condition(e))
     if name == "PythonException" or "PythonException" in name:
         msg = kernel_error(text)
         if msg:

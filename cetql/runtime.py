@@ -111,7 +111,9 @@ def read_input(spark, spec) -> Input:
     if Path(text).exists():
         source = reader.describe(text)
         return Input(reader.read(spark, source), source)
-    if not any(c in text for c in "/\\") and _table_exists(spark, text):
+    if reader.is_path(text):
+        raise UsageError(f"input '{text}' does not exist")
+    if _table_exists(spark, text):
         return Input(spark.table(text))
     raise UsageError(f"input '{text}' is neither a file nor a table or view")
 

@@ -18,3 +18,15 @@ def test_planner_and_grammar_live_under_cetql(tmp_path):
 def test_version_flag():
     out = subprocess.run([sys.executable, "-m", "cetql", "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("cetql ")
+
+
+def test_no_undefined_names():
+    """pyflakes' checks (undefined names, unused imports) over the whole tree:
+    an undefined name is a failure only the one code path that reaches it
+    would otherwise find."""
+    from pathlib import Path
+
+    root = Path(__file__).parent.parent
+    out = subprocess.run([sys.executable, "-m", "ruff", "check", "--select", "F", "--no-cache", str(root)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr

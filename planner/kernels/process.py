@@ -151,9 +151,7 @@ def _too_many(spec: K.DetectSpec, table, row: int, count, exact: bool) -> str:
     c = spec.columns
     k = table.column(c.group[0])[row].as_py()
     keys = [table.column(g)[row].as_py() for g in c.group[1:]]
-    what = f"{count:,}" if exact else f"at most {count:,}"
-    digits = len(str(count))
-    shown = what if digits <= 24 else f"{'' if exact else 'at most '}{str(count)[:6]}… ({digits} digits)"
+    shown = f"{count:,}" if exact else f"at most {count:,}"
     return (
         f"{describe_window(spec.context, k)}, {describe_group(spec.context.key_names, keys)} would return {shown} "
         f"{str(spec.trend_set).lower()} trends, more than --max-trends {spec.max_trends:,}; ask for an aggregation "
