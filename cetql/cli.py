@@ -275,6 +275,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="aggregation: the attribute index (default, O(n log n)) or GRETA's O(n^2) predecessor scan, for comparison",
     )
     r.set_defaults(func=cmd_run)
+
+    from .gen import add_parser as add_gen
+
+    add_gen(sub)
     return parser
 
 
