@@ -44,69 +44,61 @@ T0 = int(dt.datetime(2026, 1, 1, tzinfo=dt.UTC).timestamp()) * 1_000_000  # micr
 
 
 # ---------------------------------------------------------------- hashed values
+#
+# Each helper returns a Spark SQL expression (a string), so a whole scenario is
+# a few `selectExpr` calls: cheap to build (a handful of calls into the JVM,
+# not thousands) and easy to read.  Keys are SQL expressions too ("n",
+# "floor(n / 40)"); they default to the event number.
 
 
-def _hash(seed: int, field: str, *keys):
-    """A 64-bit hash of (seed, keys…, field); keys default to the event number."""
-    from pyspark.sql import functions as F
+class Hashed:
+    """Random values of one seed: functions of a hash of (seed, keys, field)."""
 
-    keys = keys or (F.col(N),)
-    return F.xxhash64(F.lit(seed).cast("long"), *[k.cast("long") for k in keys], F.lit(field))
+    def __init__(self, seed: int):
+        self.seed = int(seed)
 
+    def hash(self, field: str, *keys: str) -> str:
+        args = ", ".join(f"CAST({k} AS BIGINT)" for k in (keys or (N,)))
+        return f"xxhash64(CAST({self.seed} AS BIGINT), {args}, '{field}')"
 
-def _u(seed: int, field: str, *keys):
-    """Uniform in [0, 1)."""
-    from pyspark.sql import functions as F
+    def u(self, field: str, *keys: str) -> str:
+        """Uniform in [0, 1): the hash's low 53 bits."""
+        return f"(CAST(({self.hash(field, *keys)} & {MASK53}) AS DOUBLE) / {float(1 << 53)!r})"
 
-    return _hash(seed, field, *keys).bitwiseAND(F.lit(MASK53)).cast("double") / float(1 << 53)
+    def uniform(self, field: str, lo: float, hi: float, *keys: str) -> str:
+        """Uniform in [lo, hi)."""
+        return f"({float(lo)!r} + {float(hi - lo)!r} * {self.u(field, *keys)})"
 
-
-def _uniform(seed: int, field: str, lo: float, hi: float, *keys):
-    """Uniform in [lo, hi)."""
-    return _u(seed, field, *keys) * float(hi - lo) + float(lo)
-
-
-def _int(seed: int, field: str, lo: int, hi: int, *keys):
-    """Integer in [lo, hi]."""
-    from pyspark.sql import functions as F
-
-    return (F.lit(lo) + F.pmod(_hash(seed, field, *keys), F.lit(hi - lo + 1))).cast("long")
+    def int(self, field: str, lo: int, hi: int, *keys: str) -> str:
+        """Integer in [lo, hi]."""
+        return f"({lo} + pmod({self.hash(field, *keys)}, {hi - lo + 1}))"
 
 
-def _pick(u, choices: list[tuple[str, float]]):
+def _pick(u: str, choices: list[tuple[str, float]]) -> str:
     """The first choice whose cumulative weight exceeds `u` (weights sum to 1)."""
-    from pyspark.sql import functions as F
-
-    edges, acc = [], 0.0
+    out, acc = "CASE", 0.0
     for name, weight in choices[:-1]:
         acc += weight
-        edges.append((name, acc))
-    expr = F.lit(choices[-1][0])
-    for name, edge in reversed(edges):
-        expr = F.when(u < F.lit(edge), F.lit(name)).otherwise(expr)
-    return expr
+        out += f" WHEN {u} < {acc!r} THEN '{name}'"
+    return f"{out} ELSE '{choices[-1][0]}' END"
 
 
-def _ts(seconds):
-    """A timestamp `seconds` (a double column) after 2026-01-01 00:00 UTC, in ms."""
-    from pyspark.sql import functions as F
-
-    return F.timestamp_micros(F.lit(T0) + (F.round(seconds * 1000) * 1000).cast("long"))
+def _ts(seconds: str) -> str:
+    """A timestamp `seconds` after 2026-01-01 00:00 UTC, to the millisecond."""
+    return f"timestamp_micros({T0} + CAST(round(({seconds}) * 1000) * 1000 AS BIGINT))"
 
 
-def _running_sum(value, *entity):
+def _running_sum(value: str, *entity: str) -> str:
     """Sum of `value` over the entity's events up to this one, in event order."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
+    return (
+        f"sum({value}) OVER (PARTITION BY {', '.join(entity)} ORDER BY {N} "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    )
 
-    w = Window.partitionBy(*entity).orderBy(N).rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    return F.sum(value).over(w)
 
-
-def _name(prefix: str, col, width: int):
-    from pyspark.sql import functions as F
-
-    return F.concat(F.lit(prefix), F.lpad(col.cast("string"), width, "0"))
+def _name(prefix: str, number: str, width: int) -> str:
+    """'acct00042': a prefix and a zero-padded number."""
+    return f"concat('{prefix}', lpad(CAST({number} AS STRING), {width}, '0'))"
 
 
 # ---------------------------------------------------------------- scenarios
@@ -129,45 +121,40 @@ def kiting(base, seed: int):
     accounts, 0.2% of them not covered (bounced).  A kite's checks are all
     spelled 'not covered' (ABI Q1) or all 'notcovered' (CET Q1, kiting.cet):
     the stream merges two clearing feeds."""
-    from pyspark.sql import functions as F
-
-    n = F.col(N)
-    group, pos = F.floor(n / 40), F.pmod(n, F.lit(40))
-    is_kite_group = _u(seed, "kite", group) < 0.1
-    ring = _int(seed, "ring", 3, 5, group)
-    length = ring + _int(seed, "length", 0, 3, group)
-    step = F.floor(pos / 4)
-    in_kite = is_kite_group & (F.pmod(pos, F.lit(4)) == 0) & (step < length)
-    member = F.pmod(step, ring)
-    nxt = F.pmod(step + 1, ring)
-
-    def acct(key):
-        return _name("acct", F.pmod(_hash(seed, "acct", group, key), F.lit(100_000)), 5)
-
-    kite_spelling = F.when(_u(seed, "spelling", group) < 0.5, F.lit("not covered")).otherwise(F.lit("notcovered"))
-    bg_src = F.pmod(_hash(seed, "src"), F.lit(100_000))
-    bg_dst = F.pmod(bg_src + _int(seed, "dst", 1, 99_999), F.lit(100_000))  # never a self-transfer
-    bg_type = (
-        F.when(_u(seed, "bounce") >= 0.002, F.lit("covered"))
-        .when(_u(seed, "spelling") < 0.5, F.lit("not covered"))
-        .otherwise(F.lit("notcovered"))
+    h = Hashed(seed)
+    df = base.selectExpr("n", "floor(n / 40) AS grp", "pmod(n, 40) AS pos").selectExpr(
+        "*",
+        f"{h.int('ring', 3, 5, 'grp')} AS ring",
+        f"{h.int('length', 3, 5, 'grp')} + {h.int('extra', 0, 3, 'grp')} AS length",
+        "floor(pos / 4) AS step",
+        f"{h.u('kite', 'grp')} < 0.1 AND pmod(pos, 4) = 0 AS kite_slot",
     )
-    src = F.when(in_kite, acct(member)).otherwise(_name("acct", bg_src, 5))
-    dest = F.when(in_kite, acct(nxt)).otherwise(_name("acct", bg_dst, 5))
-    amount = F.when(in_kite, F.lit(9000.0) + F.round(_uniform(seed, "amount", 0, 900, group), 2)).otherwise(
-        F.round(_uniform(seed, "amount", 10, 5000), 2)
+    df = df.selectExpr(
+        "*",
+        "kite_slot AND step < least(length, ring + 3) AS in_kite",
+        f"pmod({h.hash('src')}, 100000) AS bg_src",
     )
-    df = base.select(
-        _ts(n * 5.0 + _uniform(seed, "jitter", 0, 5)).alias("ts"),
-        n.alias("id"),
-        src.alias("src"),
-        dest.alias("dest"),
-        F.when(in_kite, kite_spelling).otherwise(bg_type).alias("type"),
-        amount.alias("amount"),
+    acct = _name("acct", f"pmod({h.hash('acct', 'grp', 'pmod(step, ring)')}, 100000)", 5)
+    acct_next = _name("acct", f"pmod({h.hash('acct', 'grp', 'pmod(step + 1, ring)')}, 100000)", 5)
+    bg_dst = f"pmod(bg_src + {h.int('dst', 1, 99_999)}, 100000)"  # never a self-transfer
+    spelling = "CASE WHEN {} < 0.5 THEN 'not covered' ELSE 'notcovered' END"
+    df = df.selectExpr(
+        _ts("n * 5.0 + " + h.uniform("jitter", 0, 5)) + " AS ts",
+        "n AS id",
+        f"CASE WHEN in_kite THEN {acct} ELSE {_name('acct', 'bg_src', 5)} END AS src",
+        f"CASE WHEN in_kite THEN {acct_next} ELSE {_name('acct', bg_dst, 5)} END AS dest",
+        f"CASE WHEN in_kite THEN {spelling.format(h.u('spelling', 'grp'))}"
+        f" WHEN {h.u('bounce')} >= 0.002 THEN 'covered'"
+        f" ELSE {spelling.format(h.u('spelling'))} END AS type",
+        f"round(CASE WHEN in_kite THEN {h.uniform('amount', 9000, 9900, 'grp')}"
+        f" ELSE {h.uniform('amount', 10, 5000)} END, 2) AS amount",
     )
-    # the papers' other names for the same two fields (aliases)
-    df = df.withColumn("dst", F.col("dest")).withColumn("source", F.col("src")).withColumn("destination", F.col("dest"))
-    return {None: df.select("ts", "id", "src", "dest", "dst", "source", "destination", "type", "amount")}
+    # the papers' other names for the same two fields: aliases
+    return {
+        None: df.selectExpr(
+            "ts", "id", "src", "dest", "dest AS dst", "src AS source", "dest AS destination", "type", "amount"
+        )
+    }
 
 
 SECTORS = ["energy", "finance", "health", "industry", "tech"]
@@ -175,70 +162,60 @@ SECTORS = ["energy", "finance", "health", "industry", "tech"]
 
 def stock(base, seed: int):
     """Ticks of 200 companies, one tick every ~4.5 s in all (~4 per company and
-    hour), each company's price a geometric random walk (±0.5% a tick).
+    hour), each company's price a geometric random walk (±0.25-0.75% a tick).
     `id`, `companyID` (longs) and `company`, `sym` (strings) all name the
     company: ABI, CET, GRETA and examples/stock.cet spell it so; `eid` is the
     event id."""
-    from pyspark.sql import functions as F
-
-    n = F.col(N)
-    company = F.pmod(_hash(seed, "company"), F.lit(200))
-    df = base.select(n, company.alias("c"))
-    c = F.col("c")
-    step = F.when(_u(seed, "up") < 0.5, F.lit(-1)).otherwise(F.lit(1)) * _int(seed, "size", 1, 3)
-    df = df.withColumn("walk", _running_sum(step, c))
-    start = _uniform(seed, "start", 20, 400, c)
-    df = df.select(
-        _ts(n * 4.5 + _uniform(seed, "jitter", 0, 4.5)).alias("ts"),
-        c.alias("id"),
-        c.alias("companyID"),
-        _name("C", c, 3).alias("company"),
-        _name("C", c, 3).alias("sym"),
-        F.element_at(F.array(*[F.lit(s) for s in SECTORS]), (F.pmod(c, F.lit(len(SECTORS))) + 1).cast("int")).alias(
-            "sector"
-        ),
-        F.round(start * F.exp(F.col("walk") * 0.005 / 2), 2).alias("price"),
-        n.alias("eid"),
+    h = Hashed(seed)
+    df = base.selectExpr("n", f"pmod({h.hash('company')}, 200) AS c").selectExpr(
+        "n",
+        "c",
+        _running_sum(f"CASE WHEN {h.u('up')} < 0.5 THEN -1 ELSE 1 END * {h.int('size', 1, 3)}", "c") + " AS walk",
     )
-    return {None: df}
+    sectors = ", ".join(f"'{s}'" for s in SECTORS)
+    return {
+        None: df.selectExpr(
+            _ts("n * 4.5 + " + h.uniform("jitter", 0, 4.5)) + " AS ts",
+            "c AS id",
+            "c AS companyID",
+            f"{_name('C', 'c', 3)} AS company",
+            f"{_name('C', 'c', 3)} AS sym",
+            f"element_at(array({sectors}), CAST(pmod(c, {len(SECTORS)}) + 1 AS INT)) AS sector",
+            f"round({h.uniform('start', 20, 400, 'c')} * exp(walk * 0.0025), 2) AS price",
+            "n AS eid",
+        )
+    }
 
 
 def cluster(base, seed: int):
     """GRETA Q2's cluster: per (job, mapper) task ten events — a Start, eight
     Measurements 2-6 s apart (load: a random walk with an upward drift,
     cpu 1-99), an End 1-5 s later.  A job of 4 mappers starts every ~15 s."""
-    from pyspark.sql import functions as F
-
-    n = F.col(N)
-    task, slot = F.floor(n / 10), F.pmod(n, F.lit(10))
-    job, mapper = F.floor(task / 4), F.pmod(task, F.lit(4))
-    df = base.select(n, task.alias("task"), slot.alias("slot"), job.alias("j"), mapper.alias("m"))
-    t, s = F.col("task"), F.col("slot")
+    h = Hashed(seed)
+    df = base.selectExpr("n", "floor(n / 10) AS task", "pmod(n, 10) AS slot").selectExpr(
+        "*", "floor(task / 4) AS job", "pmod(task, 4) AS mapper"
+    )
     gap = (
-        F.when(s == 0, _uniform(seed, "begin", 0, 5, t))
-        .when(s == 9, _uniform(seed, "gap", 1, 5))
-        .otherwise(_uniform(seed, "gap", 2, 6))
+        f"CASE WHEN slot = 0 THEN {h.uniform('begin', 0, 5, 'task')}"
+        f" WHEN slot = 9 THEN {h.uniform('gap', 1, 5)} ELSE {h.uniform('gap', 2, 6)} END"
     )
-    load_step = F.when(s == 1, _uniform(seed, "load0", 0.1, 0.5, t)).otherwise(_uniform(seed, "load", -0.1, 0.2))
-    df = df.withColumn("offset", _running_sum(gap, t)).withColumn(
-        "walk", _running_sum(F.when(s >= 1, load_step).otherwise(F.lit(0.0)), t)
+    load = (
+        f"CASE WHEN slot = 0 THEN 0.0 WHEN slot = 1 THEN {h.uniform('load0', 0.1, 0.5, 'task')}"
+        f" ELSE {h.uniform('load', -0.1, 0.2)} END"
     )
-    kind = F.when(s == 0, F.lit("Start")).when(s == 9, F.lit("End")).otherwise(F.lit("Measurement"))
-    df = df.select(
-        kind.alias("__type"),
-        _ts(F.col("j") * 15.0 + _uniform(seed, "job", 0, 10, F.col("j")) + F.col("offset")).alias("ts"),
-        n.alias("id"),
-        _name("job", F.col("j"), 5).alias("job"),
-        _name("m", F.col("m"), 1).alias("mapper"),
-        F.round(F.greatest(F.col("walk"), F.lit(0.0)), 3).alias("load"),
-        _int(seed, "cpu", 1, 99).alias("cpu"),
+    df = df.selectExpr(
+        "*", _running_sum(gap, "task") + " AS offset", _running_sum(load, "task") + " AS walk"
+    ).selectExpr(
+        "CASE WHEN slot = 0 THEN 'Start' WHEN slot = 9 THEN 'End' ELSE 'Measurement' END AS __type",
+        _ts(f"job * 15.0 + {h.uniform('job', 0, 10, 'job')} + offset") + " AS ts",
+        "n AS id",
+        f"{_name('job', 'job', 5)} AS job",
+        f"{_name('m', 'mapper', 1)} AS mapper",
+        "round(greatest(walk, 0.0), 3) AS load",
+        f"{h.int('cpu', 1, 99)} AS cpu",
     )
     keys = ["ts", "id", "job", "mapper"]
-    return {
-        "Start": _of(df, "Start", keys),
-        "Measurement": _of(df, "Measurement", [*keys, "load", "cpu"]),
-        "End": _of(df, "End", keys),
-    }
+    return _typed(df, {"Start": keys, "Measurement": [*keys, "load", "cpu"], "End": keys})
 
 
 def traffic(base, seed: int):
@@ -246,28 +223,21 @@ def traffic(base, seed: int):
     Position (speed in km/h, a random walk that tends to slow down) every
     10-30 s on one of 100 segments; one trip starts every ~3 s.  In 5% of the
     trips the first event is instead an Accident on the trip's segment."""
-    from pyspark.sql import functions as F
-
-    n = F.col(N)
-    trip, slot = F.floor(n / 10), F.pmod(n, F.lit(10))
-    df = base.select(n, trip.alias("trip"), slot.alias("slot"))
-    t, s = F.col("trip"), F.col("slot")
-    accident = (s == 0) & (_u(seed, "accident", t) < 0.05)
-    gap = F.when(s == 0, F.lit(0.0)).otherwise(_uniform(seed, "gap", 10, 30))
-    step = F.when(s == 0, _uniform(seed, "speed0", 60, 120, t)).otherwise(_uniform(seed, "speed", -15, 8))
-    df = df.withColumn("offset", _running_sum(gap, t)).withColumn("walk", _running_sum(step, t))
-    df = df.select(
-        F.when(accident, F.lit("Accident")).otherwise(F.lit("Position")).alias("__type"),
-        _ts(t * 3.0 + _uniform(seed, "start", 0, 3, t) + F.col("offset")).alias("ts"),
-        n.alias("id"),
-        _name("v", F.pmod(_hash(seed, "vehicle", t), F.lit(10000)), 4).alias("vehicle"),
-        F.pmod(_hash(seed, "segment", t), F.lit(100)).alias("segment"),
-        F.round(F.least(F.greatest(F.col("walk"), F.lit(0.0)), F.lit(150.0)), 1).alias("speed"),
+    h = Hashed(seed)
+    df = base.selectExpr("n", "floor(n / 10) AS trip", "pmod(n, 10) AS slot")
+    gap = f"CASE WHEN slot = 0 THEN 0.0 ELSE {h.uniform('gap', 10, 30)} END"
+    speed = f"CASE WHEN slot = 0 THEN {h.uniform('speed0', 60, 120, 'trip')} ELSE {h.uniform('speed', -15, 8)} END"
+    df = df.selectExpr(
+        "*", _running_sum(gap, "trip") + " AS offset", _running_sum(speed, "trip") + " AS walk"
+    ).selectExpr(
+        f"CASE WHEN slot = 0 AND {h.u('accident', 'trip')} < 0.05 THEN 'Accident' ELSE 'Position' END AS __type",
+        _ts(f"trip * 3.0 + {h.uniform('start', 0, 3, 'trip')} + offset") + " AS ts",
+        "n AS id",
+        _name("v", f"pmod({h.hash('vehicle', 'trip')}, 10000)", 4) + " AS vehicle",
+        f"pmod({h.hash('segment', 'trip')}, 100) AS segment",
+        "round(least(greatest(walk, 0.0), 150.0), 1) AS speed",
     )
-    return {
-        "Accident": _of(df, "Accident", ["ts", "id", "segment"]),
-        "Position": _of(df, "Position", ["ts", "id", "vehicle", "segment", "speed"]),
-    }
+    return _typed(df, {"Accident": ["ts", "id", "segment"], "Position": ["ts", "id", "vehicle", "segment", "speed"]})
 
 
 def activity(base, seed: int):
@@ -276,30 +246,31 @@ def activity(base, seed: int):
     activity is 'active' (30%, rate ~ resting + 45) or 'passive'; 2% of the
     passive blocks are an episode of tachycardia, the rate rising from twice
     the resting rate to far above it."""
-    from pyspark.sql import functions as F
-
-    n = F.col(N)
-    seconds = n * 3.0 + _uniform(seed, "jitter", 0, 3)
-    person = F.pmod(_hash(seed, "person"), F.lit(40))
-    block = F.floor(seconds / 300)
-    into = seconds - block * 300
-    active = _u(seed, "active", person, block) < 0.3
-    episode = ~active & (_u(seed, "episode", person, block) < 0.02)
-    resting = _int(seed, "resting", 55, 75, person)
-    noise = _uniform(seed, "noise", -4, 4)
+    h = Hashed(seed)
+    df = base.selectExpr(
+        "n", f"n * 3.0 + {h.uniform('jitter', 0, 3)} AS seconds", f"pmod({h.hash('person')}, 40) AS person"
+    ).selectExpr("*", "floor(seconds / 300) AS block")
+    df = df.selectExpr(
+        "*",
+        f"{h.u('active', 'person', 'block')} < 0.3 AS active",
+        f"{h.u('episode', 'person', 'block')} < 0.02 AS episode",
+        f"{h.int('resting', 55, 75, 'person')} AS resting",
+    )
+    noise = h.uniform("noise", -4, 4)
     rate = (
-        F.when(active, resting + 45 + noise)
-        .when(episode, resting * 2 + 5 + into / 300 * 50 + noise)
-        .otherwise(resting + noise)
+        f"CASE WHEN active THEN resting + 45 + {noise}"
+        f" WHEN episode THEN resting * 2 + 5 + (seconds - block * 300) / 300 * 50 + {noise}"
+        f" ELSE resting + {noise} END"
     )
-    df = base.select(
-        _ts(seconds).alias("ts"),
-        n.alias("id"),
-        person.alias("personID"),
-        F.when(active, F.lit("active")).otherwise(F.lit("passive")).alias("type"),
-        F.round(rate).cast("int").alias("rate"),
-    )
-    return {None: df}
+    return {
+        None: df.selectExpr(
+            f"{_ts('seconds')} AS ts",
+            "n AS id",
+            "person AS personID",
+            "CASE WHEN active THEN 'active' ELSE 'passive' END AS type",
+            f"CAST(round({rate}) AS INT) AS rate",
+        )
+    }
 
 
 def ecommerce(base, seed: int):
@@ -307,27 +278,23 @@ def ecommerce(base, seed: int):
     a Kindle, a KindleCase, then a Stylus (each slot is one of the three at
     random in 30% of the cases), 1-30 minutes apart, by one of 2,000 users; a
     session starts every ~40 s."""
-    from pyspark.sql import functions as F
-
-    n = F.col(N)
-    session, slot = F.floor(n / 3), F.pmod(n, F.lit(3))
-    df = base.select(n, session.alias("session"), slot.alias("slot"))
-    s, k = F.col("session"), F.col("slot")
-    funnel = F.element_at(F.array(F.lit("Kindle"), F.lit("KindleCase"), F.lit("Stylus")), (k + 1).cast("int"))
-    other = _pick(_u(seed, "other"), [("Kindle", 1 / 3), ("KindleCase", 1 / 3), ("Stylus", 1 / 3)])
-    kind = F.when(_u(seed, "swap") < 0.3, other).otherwise(funnel)
-    gap = F.when(k == 0, F.lit(0.0)).otherwise(_uniform(seed, "gap", 60, 1800))
-    df = df.withColumn("offset", _running_sum(gap, s))
-    price = F.when(kind == "Kindle", 99.0).when(kind == "KindleCase", 29.99).otherwise(19.99)
-    df = df.select(
-        kind.alias("__type"),
-        _ts(s * 40.0 + _uniform(seed, "start", 0, 40, s) + F.col("offset")).alias("ts"),
-        n.alias("id"),
-        _name("u", F.pmod(_hash(seed, "user", s), F.lit(2000)), 4).alias("userId"),
-        price.alias("price"),
+    h = Hashed(seed)
+    types = ("Kindle", "KindleCase", "Stylus")
+    other = _pick(h.u("other"), [(t, 1 / 3) for t in types])
+    df = base.selectExpr("n", "floor(n / 3) AS session", "pmod(n, 3) AS slot").selectExpr(
+        "*",
+        f"CASE WHEN {h.u('swap')} < 0.3 THEN {other}"
+        " ELSE element_at(array('Kindle', 'KindleCase', 'Stylus'), CAST(slot + 1 AS INT)) END AS __type",
+        _running_sum(f"CASE WHEN slot = 0 THEN 0.0 ELSE {h.uniform('gap', 60, 1800)} END", "session") + " AS offset",
     )
-    cols = ["ts", "id", "userId", "price"]
-    return {t: _of(df, t, cols) for t in ("Kindle", "KindleCase", "Stylus")}
+    df = df.selectExpr(
+        "__type",
+        _ts(f"session * 40.0 + {h.uniform('start', 0, 40, 'session')} + offset") + " AS ts",
+        "n AS id",
+        _name("u", f"pmod({h.hash('user', 'session')}, 2000)", 4) + " AS userId",
+        "CASE __type WHEN 'Kindle' THEN 99.0 WHEN 'KindleCase' THEN 29.99 ELSE 19.99 END AS price",
+    )
+    return _typed(df, {t: ["ts", "id", "userId", "price"] for t in types})
 
 
 def purchases(base, seed: int):
@@ -335,27 +302,24 @@ def purchases(base, seed: int):
     events, one every ~20 s — either the Kindle-and-case funnel (VKindle,
     BKindle, VCase, BCase) or the tablet comparison (Vipad, VKindleFire,
     VKindle, BKindle), with 30% of the events replaced by another type."""
-    from pyspark.sql import functions as F
-
-    n = F.col(N)
-    session, slot = F.floor(n / 4), F.pmod(n, F.lit(4))
+    h = Hashed(seed)
     types = ["VKindle", "BKindle", "VCase", "BCase", "Vipad", "VKindleFire"]
-    df = base.select(n, session.alias("session"), slot.alias("slot"))
-    s, k = F.col("session"), F.col("slot")
-    first = F.array(*[F.lit(x) for x in ("VKindle", "BKindle", "VCase", "BCase")])
-    second = F.array(*[F.lit(x) for x in ("Vipad", "VKindleFire", "VKindle", "BKindle")])
-    funnel = F.element_at(F.when(_u(seed, "funnel", s) < 0.6, first).otherwise(second), (k + 1).cast("int"))
-    other = _pick(_u(seed, "other"), [(x, 1 / 6) for x in types])
-    kind = F.when(_u(seed, "swap") < 0.3, other).otherwise(funnel)
-    gap = F.when(k == 0, F.lit(0.0)).otherwise(_uniform(seed, "gap", 5, 300))
-    df = df.withColumn("offset", _running_sum(gap, s))
-    df = df.select(
-        kind.alias("__type"),
-        _ts(s * 80.0 + _uniform(seed, "start", 0, 80, s) + F.col("offset")).alias("ts"),
-        n.alias("id"),
-        _name("u", F.pmod(_hash(seed, "user", s), F.lit(100_000)), 5).alias("userId"),
+    other = _pick(h.u("other"), [(t, 1 / 6) for t in types])
+    df = base.selectExpr("n", "floor(n / 4) AS session", "pmod(n, 4) AS slot").selectExpr(
+        "*",
+        f"CASE WHEN {h.u('swap')} < 0.3 THEN {other}"
+        f" WHEN {h.u('funnel', 'session')} < 0.6"
+        " THEN element_at(array('VKindle', 'BKindle', 'VCase', 'BCase'), CAST(slot + 1 AS INT))"
+        " ELSE element_at(array('Vipad', 'VKindleFire', 'VKindle', 'BKindle'), CAST(slot + 1 AS INT)) END AS __type",
+        _running_sum(f"CASE WHEN slot = 0 THEN 0.0 ELSE {h.uniform('gap', 5, 300)} END", "session") + " AS offset",
     )
-    return {t: _of(df, t, ["ts", "id", "userId"]) for t in types}
+    df = df.selectExpr(
+        "__type",
+        _ts(f"session * 80.0 + {h.uniform('start', 0, 80, 'session')} + offset") + " AS ts",
+        "n AS id",
+        _name("u", f"pmod({h.hash('user', 'session')}, 5000)", 4) + " AS userId",
+    )
+    return _typed(df, {t: ["ts", "id", "userId"] for t in types})
 
 
 def security(base, seed: int):
@@ -364,62 +328,60 @@ def security(base, seed: int):
     (the typed `value`) 1-3 s later, ClickSubmit 0.5-2 s later; an attempt
     starts every ~5 s.  In bursts of 20 attempts (30% of them) an attacker IP
     (one of 5) guesses passwords; users type theirs right 90% of the time."""
-    from pyspark.sql import functions as F
-
-    n = F.col(N)
-    attempt, slot = F.floor(n / 3), F.pmod(n, F.lit(3))
-    df = base.select(n, attempt.alias("attempt"), slot.alias("slot"))
-    a, k = F.col("attempt"), F.col("slot")
-    burst = F.floor(a / 20)
-    attack = (_u(seed, "attack", burst) < 0.3) & (_u(seed, "attacker", a) < 0.8)
-    attacker_ip = F.concat(F.lit("203.0.113."), _int(seed, "attacker-ip", 1, 5, burst).cast("string"))
-    user_ip = F.concat(
-        F.lit("10.0."),
-        _int(seed, "ip1", 0, 9, a).cast("string"),
-        F.lit("."),
-        _int(seed, "ip2", 1, 254, a).cast("string"),
+    h = Hashed(seed)
+    df = base.selectExpr("n", "floor(n / 3) AS attempt", "pmod(n, 3) AS slot").selectExpr(
+        "*",
+        "floor(attempt / 20) AS burst",
+        f"pmod({h.hash('user', 'attempt')}, 1000) AS user",
+        _running_sum(
+            f"CASE slot WHEN 0 THEN 0.0 WHEN 1 THEN {h.uniform('gap', 1, 3)} ELSE {h.uniform('gap', 0.5, 2)} END",
+            "attempt",
+        )
+        + " AS offset",
     )
-    user = F.pmod(_hash(seed, "user", a), F.lit(1000))
-    stored = F.concat(F.lit("pw"), F.lpad(F.pmod(_hash(seed, "password", user), F.lit(100000)).cast("string"), 5, "0"))
-    wrong = F.concat(F.lit("guess"), _int(seed, "guess", 0, 9999, a).cast("string"))
-    typed = F.when(~attack & (_u(seed, "typo", a) < 0.9), stored).otherwise(wrong)
-    gap = F.when(k == 0, F.lit(0.0)).when(k == 1, _uniform(seed, "gap", 1, 3)).otherwise(_uniform(seed, "gap", 0.5, 2))
-    df = df.withColumn("offset", _running_sum(gap, a))
-    df = df.select(
-        F.element_at(
-            F.array(F.lit("TypeUsername"), F.lit("TypePassword"), F.lit("ClickSubmit")), (k + 1).cast("int")
-        ).alias("__type"),
-        _ts(a * 5.0 + _uniform(seed, "start", 0, 5, a) + F.col("offset")).alias("ts"),
-        n.alias("id"),
-        F.when(attack, attacker_ip).otherwise(user_ip).alias("IP"),
-        _name("user", user, 4).alias("username"),
-        stored.alias("Password"),
-        typed.alias("value"),
+    df = df.selectExpr(
+        "*",
+        f"{h.u('attack', 'burst')} < 0.3 AND {h.u('attacker', 'attempt')} < 0.8 AS attack",
+        f"concat('pw', lpad(CAST(pmod({h.hash('password', 'user')}, 100000) AS STRING), 5, '0')) AS stored",
     )
-    base_cols = ["ts", "id", "IP", "username"]
-    return {
-        "TypeUsername": _of(df, "TypeUsername", [*base_cols, "Password"]),
-        "TypePassword": _of(df, "TypePassword", [*base_cols, "value"]),
-        "ClickSubmit": _of(df, "ClickSubmit", base_cols),
-    }
+    df = df.selectExpr(
+        "element_at(array('TypeUsername', 'TypePassword', 'ClickSubmit'), CAST(slot + 1 AS INT)) AS __type",
+        _ts(f"attempt * 5.0 + {h.uniform('start', 0, 5, 'attempt')} + offset") + " AS ts",
+        "n AS id",
+        f"CASE WHEN attack THEN concat('203.0.113.', {h.int('attacker-ip', 1, 5, 'burst')})"
+        f" ELSE concat('10.0.', {h.int('ip1', 0, 9, 'attempt')}, '.', {h.int('ip2', 1, 254, 'attempt')}) END AS IP",
+        f"{_name('user', 'user', 4)} AS username",
+        "stored AS Password",
+        f"CASE WHEN NOT attack AND {h.u('typo', 'attempt')} < 0.9 THEN stored"
+        f" ELSE concat('guess', {h.int('guess', 0, 9999, 'attempt')}) END AS value",
+    )
+    cols = ["ts", "id", "IP", "username"]
+    return _typed(df, {"TypeUsername": [*cols, "Password"], "TypePassword": [*cols, "value"], "ClickSubmit": cols})
 
 
 def figures(base, seed: int):
     """The GRETA and A-Seq figures' abstract stream: one event per time unit
     (`ts` a long, = the event number), of type A (40%), B (20%), C, D (15%
     each) or E (10%), each with an integer `attr` 1-9."""
-    from pyspark.sql import functions as F
-
-    n = F.col(N)
-    kind = _pick(_u(seed, "type"), [("A", 0.4), ("B", 0.2), ("C", 0.15), ("D", 0.15), ("E", 0.1)])
-    df = base.select(kind.alias("__type"), n.alias("ts"), n.alias("id"), _int(seed, "attr", 1, 9).alias("attr"))
-    return {t: _of(df, t, ["ts", "id", "attr"]) for t in ("A", "B", "C", "D", "E")}
+    h = Hashed(seed)
+    kind = _pick(h.u("type"), [("A", 0.4), ("B", 0.2), ("C", 0.15), ("D", 0.15), ("E", 0.1)])
+    df = base.selectExpr(f"{kind} AS __type", "n AS ts", "n AS id", f"{h.int('attr', 1, 9)} AS attr")
+    return _typed(df, {t: ["ts", "id", "attr"] for t in ("A", "B", "C", "D", "E")})
 
 
-def _of(df, type_name: str, cols: list[str]):
-    from pyspark.sql import functions as F
+class Typed(dict):
+    """{type: DataFrame}, each a filter of one `parent` DataFrame (with a
+    `__type` column), which `generate` caches while it writes the types;
+    `columns` gives each type's columns."""
 
-    return df.filter(F.col("__type") == type_name).select(*cols)
+    parent: object = None
+    columns: dict[str, list[str]] = {}
+
+
+def _typed(df, columns: dict[str, list[str]]) -> Typed:
+    out = Typed({t: df.where(f"__type = '{t}'").select(*cols) for t, cols in columns.items()})
+    out.parent, out.columns = df, columns
+    return out
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -539,15 +501,25 @@ def generate(
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex[:8]}")
     counts: dict[str, int] = {}
+    spark = next(iter(dfs.values())).sparkSession
+    ts_type = spark.conf.get("spark.sql.parquet.outputTimestampType", None)
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")  # not the legacy INT96
     try:
         if None in dfs:
             dfs[None].write.parquet(str(tmp))
             counts[scenario] = _rows(tmp)
         else:
             tmp.mkdir()
-            for type_name, df in dfs.items():
-                df.write.parquet(str(tmp / type_name))
-                counts[type_name] = _rows(tmp / type_name)
+            parent = getattr(dfs, "parent", None)
+            if parent is not None:  # computed once, read once per type
+                parent.persist()
+            try:
+                for type_name, df in dfs.items():
+                    df.write.parquet(str(tmp / type_name))
+                    counts[type_name] = _rows(tmp / type_name)
+            finally:
+                if parent is not None:
+                    parent.unpersist()
         _check_target(target, mode)  # it may have appeared while Spark wrote
         if target.exists():
             old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
@@ -557,6 +529,10 @@ def generate(
         else:
             os.replace(tmp, target)
     finally:
+        if ts_type is None:
+            spark.conf.unset("spark.sql.parquet.outputTimestampType")
+        else:
+            spark.conf.set("spark.sql.parquet.outputTimestampType", ts_type)
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     total = sum(counts.values())
