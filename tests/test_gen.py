@@ -218,6 +218,15 @@ def test_every_example_query_has_a_scenario():
     assert files == set(gen.EXAMPLES)
 
 
+def test_examples_readme_has_every_command_and_walkthrough():
+    readme = (EXAMPLES / "README.md").read_text()
+    for name, (scenario, _, _) in gen.EXAMPLES.items():
+        assert f"cetql run examples/{name} " in readme, name
+        assert f"cetql gen {scenario} --events {gen.SCENARIOS[scenario].default_events} -o data/{scenario}" in readme
+    for scenario in gen.SCENARIOS:
+        assert (EXAMPLES / f"{scenario}.md").is_file(), scenario
+
+
 @pytest.fixture(scope="module")
 def example_results(spark, written):
     """Every example query run on the generated data: rows (and, for an
