@@ -5,8 +5,8 @@
     import cetql.gen
     cetql.gen.generate("stock", 20_000, "out/stock", seed=1)
 
-Every stream is built from `spark.range(N)` with column expressions: no Python
-loop per event and nothing collected to the driver, so 10^7 events are
+Every stream is built from `spark.range(N)` with SQL column expressions
+(`selectExpr`): no Python loop per event and nothing collected to the driver, so 10^7 events are
 practical.  Every random value is a hash of (seed, event number, field) —
 `xxhash64` mapped to a range — never `rand()`, so the data is the same for a
 seed whatever the number of partitions.  Random walks (prices, loads, speeds)
@@ -524,7 +524,11 @@ def generate(
         if target.exists():
             old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
             os.replace(target, old)
-            os.replace(tmp, target)
+            try:
+                os.replace(tmp, target)
+            except BaseException:
+                os.replace(old, target)  # put the old data back
+                raise
             shutil.rmtree(old) if old.is_dir() else old.unlink()
         else:
             os.replace(tmp, target)
@@ -553,13 +557,15 @@ def generate(
 
 def add_parser(subparsers) -> None:
     """`cetql gen SCENARIO --events N -o PATH [--seed S] [--mode error|overwrite]`."""
+    import argparse
+
     lines = [f"  {s.name:<10} {s.about} (default {s.default_events:,} events)" for s in SCENARIOS.values()]
     g = subparsers.add_parser(
         "gen",
         help="write a deterministic example stream as Parquet",
         description="Write a deterministic event stream for the example queries, as Parquet, with Spark.\n\nscenarios:\n"
         + "\n".join(lines),
-        formatter_class=__import__("argparse").RawDescriptionHelpFormatter,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     g.add_argument("scenario", choices=list(SCENARIOS), metavar="SCENARIO", help=", ".join(SCENARIOS))
     g.add_argument("--events", type=int, help="number of events (default: the scenario's, see above)")
@@ -575,10 +581,11 @@ def add_parser(subparsers) -> None:
 def _cmd_gen(args) -> int:
     from .session import get_spark
 
-    scenario = SCENARIOS[args.scenario]
+    events = args.events if args.events is not None else SCENARIOS[args.scenario].default_events
+    if events < 1:
+        raise UsageError(f"--events must be positive, not {events}")
     _check_target(Path(args.output), args.mode)  # before starting Spark
     spark = get_spark(args.master)
-    events = args.events if args.events is not None else scenario.default_events
     result = generate(args.scenario, events, args.output, seed=args.seed, spark=spark, mode=args.mode)
     print(result["message"])
     return 0
