@@ -20,7 +20,7 @@ from .planner.logical.plan import Inputs, LogicalPlan
 from .planner.semantics.bind import bind
 from .planner.semantics.schema import NUMERIC, OTHER, STRING, TIMESTAMP, Schema
 from .planner.spark import reader
-from .planner.spark.compiler import Input, compile_events, compile_plan
+from .planner.spark.compiler import Input, compile_events, compile_physical
 from .session import get_spark
 
 
@@ -33,12 +33,19 @@ class Execution:
     spark: object
     source: str  # the query text, for messages
     _df: object = None
+    _physical: object = None
 
     @property
     def dataframe(self):
         if self._df is None:
-            self._df = compile_plan(self.plan, self.inputs)
+            self._df, self._physical = compile_physical(self.plan, self.inputs)
         return self._df
+
+    @property
+    def physical(self):
+        """The lowered plan the DataFrame was built from (the workers' spec)."""
+        self.dataframe  # noqa: B018 - builds it
+        return self._physical
 
     def events(self):
         """(the scanned events, the name of their id column)."""

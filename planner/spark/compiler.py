@@ -39,6 +39,12 @@ class Input:
 
 
 def compile_plan(plan: LogicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
+    return compile_physical(plan, inputs)[0]
+
+
+def compile_physical(plan: LogicalPlan, inputs: dict[str | None, Input]) -> tuple[DataFrame, Physical]:
+    """The plan as a DataFrame, and the lowered plan it was built from (what
+    the workers receive: keys, sub-keys, kernel spec)."""
     columns = tuple(dict.fromkeys(c for i in inputs.values() for c in i.df.columns))
     phys = lower(plan, columns)
     df = scan(plan.find(Scan), phys, inputs, used_columns(phys, plan))
@@ -46,8 +52,8 @@ def compile_plan(plan: LogicalPlan, inputs: dict[str | None, Input]) -> DataFram
     df = windows(plan.find(Windows), phys, df)
     df = partition(plan.find(Partition), phys, df)
     if isinstance(plan.root, Detect):
-        return detect(plan.root, phys, df)
-    return aggregate(plan.root, phys, df)
+        return detect(plan.root, phys, df), phys
+    return aggregate(plan.root, phys, df), phys
 
 
 def used_columns(phys: Physical, plan: LogicalPlan) -> list[str]:
