@@ -18,18 +18,17 @@ import argparse
 import json
 import logging
 import os
-import re
 import sys
 import time
 from pathlib import Path
 
-from . import __version__
-from .errors import CetqlError, ParameterError, QueryError, QuerySyntaxError, UsageError
+from . import __version__, gen, repl
+from .arguments import parse_inputs, parse_params, read_query
+from .errors import CetqlError, QueryError, QuerySyntaxError, UsageError
 from .explain import explain_data, explain_text, summary_text
 from .failures import describe
 from .options import OutputFormat, OutputMode, RunOptions
 from .output import check_target, write
-from .planner.semantics.bind import parse_param
 from .planner.semantics.schema import parse_ddl
 from .planner.spark.compiler import count_invalid, diagnose_invalid
 from .query import compile
@@ -41,50 +40,6 @@ EXIT_CANCELLED = 130
 
 
 # ---------------------------------------------------------------- arguments
-
-
-def read_query(path: str) -> str:
-    if path == "-":
-        data = sys.stdin.buffer.read()
-        where = "standard input"
-    else:
-        p = Path(path)
-        if not p.is_file():
-            raise UsageError(f"query file '{path}' does not exist" if not p.exists() else f"'{path}' is not a file")
-        data = p.read_bytes()
-        where = f"query file '{path}'"
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise UsageError(f"{where} is not UTF-8 text (byte {e.start}: {data[e.start:e.start + 1]!r}); save it as UTF-8") from None
-
-
-def parse_params(items: list[str] | None) -> dict[str, object]:
-    out: dict[str, object] = {}
-    for item in items or []:
-        k, v = parse_param(item)
-        if k in out:
-            raise ParameterError(f"--param {k} is given twice")
-        out[k] = v
-    return out
-
-
-def parse_inputs(items: list[str] | None) -> tuple[str | None, dict[str, str]]:
-    """`--input PATH` (one single-type stream) or `--input Type=PATH` (repeatable)."""
-    untyped, typed = [], {}
-    for item in items or []:
-        m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*)=(.+)$", item)
-        if m and not Path(item).exists():
-            if m.group(1) in typed:
-                raise UsageError(f"type '{m.group(1)}' is bound to two inputs")
-            typed[m.group(1)] = m.group(2)
-        else:
-            untyped.append(item)
-    if len(untyped) > 1:
-        raise UsageError("give one untyped --input, or bind each input to a type with --input Type=PATH")
-    if untyped and typed:
-        raise UsageError("give either one untyped --input or inputs bound to types (Type=PATH), not both")
-    return (untyped[0] if untyped else None), typed
 
 
 def run_options(args) -> RunOptions:
@@ -258,13 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--verbose", action="store_true", help="let Spark's own log reach the terminal")
     r.set_defaults(func=cmd_run)
 
-    for module in ("repl", "gen", "draw"):
-        try:
-            mod = __import__(f"cetql.{module}", fromlist=["add_parser"])
-        except ImportError:
-            continue
-        if hasattr(mod, "add_parser"):
-            mod.add_parser(sub)
+    repl.add_parser(sub)
+    gen.add_parser(sub)
     return parser
 
 
