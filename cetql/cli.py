@@ -121,9 +121,10 @@ def cmd_run(args) -> int:
 
     spark = get_spark(args.master, remote=args.remote, verbose=args.verbose)
     _ACTIVE["spark"] = spark
-    execution = compiled.execution(data, spark=spark, options=options, **typed)
+    execution = None
     started = time.monotonic()
     try:
+        execution = compiled.execution(data, spark=spark, options=options, **typed)
         if args.output is not None:
             rows = write(execution.dataframe, args.output, fmt, mode, [str(v) for v in ([data] if data else typed.values())])
             noun = "trends" if compiled.kind == "detection" else "rows"
@@ -142,7 +143,7 @@ def cmd_run(args) -> int:
     except (CetqlError, KeyboardInterrupt):
         raise
     except Exception as e:
-        raise describe(e, lambda: diagnose_invalid(execution.plan, execution.inputs)) from None
+        raise describe(e, execution and (lambda: diagnose_invalid(execution.plan, execution.inputs))) from None
     return 0
 
 

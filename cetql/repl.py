@@ -287,13 +287,15 @@ class Shell:
         self.last_query = text
         self._require_input()
         started = time.monotonic()
-        execution = compiled.execution(self.data, spark=self.spark, options=self.options, **self.typed)
+        spark = self.spark
+        execution = None
         try:
+            execution = compiled.execution(self.data, spark=spark, options=self.options, **self.typed)
             print_result(execution, limit=self.limit, fmt="table", stream=self.out)
         except (CetqlError, KeyboardInterrupt):
             raise
         except Exception as e:
-            raise describe(e, lambda: diagnose_invalid(execution.plan, execution.inputs)) from None
+            raise describe(e, execution and (lambda: diagnose_invalid(execution.plan, execution.inputs))) from None
         self.last_execution = execution
         self.say(f"answered in {time.monotonic() - started:.2f} s")
 

@@ -64,7 +64,7 @@ class Source:
 
     name: str  # as the user gave it
     format: str  # "csv", "parquet", "json", "table" or "dataframe"
-    files: tuple[str, ...]
+    files: tuple[str, ...]  # absolute: a Spark Connect server may run elsewhere than here
     columns: tuple[Column, ...]
 
     @property
@@ -141,7 +141,7 @@ def describe(spec: str | Path) -> Source:
     except Exception as e:  # a malformed file: say which and why, in one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SchemaError(f"cannot read '{spec}' as {fmt.upper()}: {first}") from None
-    return Source(str(spec), fmt, tuple(str(f) for f in files), tuple(columns))
+    return Source(str(spec), fmt, tuple(str(f.resolve()) for f in files), tuple(columns))
 
 
 def _parquet_columns(files: list[Path]) -> list[Column]:
