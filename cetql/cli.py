@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, gen, repl
+from . import __version__, draw, gen, repl
 from .arguments import parse_inputs, parse_params, read_query
 from .errors import CetqlError, QueryError, QuerySyntaxError, UsageError
 from .explain import explain_data, explain_text, summary_text
@@ -216,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     repl.add_parser(sub)
     gen.add_parser(sub)
+    draw.add_parser(sub)
     return parser
 
 

@@ -147,6 +147,25 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
         yield _trend_batch(spec, table, schema, group_rows, lengths, values)
 
 
+def group_graphs(spec: K.DetectSpec, table: pa.Table) -> Iterator[tuple[list[int], Graph]]:
+    """(rows, run graph) of each part of the groups of a sorted table: the
+    graph detection walks (for `cetql draw`; nodes are `event * S + state`)."""
+    n = table.num_rows
+    if n == 0:
+        return
+    c = spec.columns
+    starts = group_starts(table, list(c.group))
+    names = set(_template_columns(spec.template)) | set(getattr(spec, "shared_subkeys", ()))
+    names |= set(getattr(spec, "state_subkeys", ()))
+    cols = {name: table.column(name).to_pylist() for name in names if name in table.column_names}
+    times = table.column(c.time).to_pylist()
+    for start, end in zip(starts, [*starts[1:], n]):
+        for rows in _parts(spec, cols, start, end):
+            if rows:
+                local = {k: [v[r] for r in rows] for k, v in cols.items()}
+                yield rows, Graph(GroupTemplate(spec.template, [times[r] for r in rows], local))
+
+
 def _too_many(spec: K.DetectSpec, table, row: int, count, exact: bool) -> str:
     c = spec.columns
     k = table.column(c.group[0])[row].as_py()

@@ -45,15 +45,27 @@ def compile_plan(plan: LogicalPlan, inputs: dict[str | None, Input]) -> DataFram
 def compile_physical(plan: LogicalPlan, inputs: dict[str | None, Input]) -> tuple[DataFrame, Physical]:
     """The plan as a DataFrame, and the lowered plan it was built from (what
     the workers receive: keys, sub-keys, kernel spec)."""
+    df, phys = _partitioned(plan, inputs)
+    if isinstance(plan.root, Detect):
+        return detect(plan.root, phys, df), phys
+    return aggregate(plan.root, phys, df), phys
+
+
+def compile_kernel_input(plan: LogicalPlan, inputs: dict[str | None, Input]) -> tuple[DataFrame, Physical]:
+    """The rows the kernel of the plan's root receives, unsorted, and the
+    lowered plan (`cetql draw` takes one group of them)."""
+    df, phys = _partitioned(plan, inputs)
+    return _kernel_input(phys, df, phys.spec, []), phys
+
+
+def _partitioned(plan: LogicalPlan, inputs: dict[str | None, Input]) -> tuple[DataFrame, Physical]:
+    """Scan → Filter → Windows → Partition, compiled."""
     columns = tuple(dict.fromkeys(c for i in inputs.values() for c in i.df.columns))
     phys = lower(plan, columns)
     df = scan(plan.find(Scan), phys, inputs, used_columns(phys, plan))
     df = filter_events(plan.find(Filter), phys, df)
     df = windows(plan.find(Windows), phys, df)
-    df = partition(plan.find(Partition), phys, df)
-    if isinstance(plan.root, Detect):
-        return detect(plan.root, phys, df), phys
-    return aggregate(plan.root, phys, df), phys
+    return partition(plan.find(Partition), phys, df), phys
 
 
 def used_columns(phys: Physical, plan: LogicalPlan) -> list[str]:
