@@ -31,6 +31,7 @@ from .options import OutputFormat, OutputMode, RunOptions
 from .output import check_target, write
 from .planner.semantics.schema import parse_ddl
 from .planner.spark.compiler import count_invalid, diagnose_invalid
+from .progress import progress
 from .query import compile
 from .render import print_result
 from .runtime import describe_paths
@@ -123,23 +124,25 @@ def cmd_run(args) -> int:
     _ACTIVE["spark"] = spark
     execution = None
     started = time.monotonic()
+    label = "running " + (Path(args.query_file).name if args.query_file != "-" else "the query")
     try:
-        execution = compiled.execution(data, spark=spark, options=options, **typed)
-        if args.output is not None:
-            rows = write(execution.dataframe, args.output, fmt, mode, [str(v) for v in ([data] if data else typed.values())])
-            noun = "trends" if compiled.kind == "detection" else "rows"
-            if rows is None:
-                print(f"'{args.output}' exists; nothing written (--mode ignore)" if mode == OutputMode.IGNORE
-                      else f"wrote {noun} to {args.output} ({fmt.value})")  # fmt: skip
+        with progress(spark, label):
+            execution = compiled.execution(data, spark=spark, options=options, **typed)
+            if args.output is not None:
+                rows = write(execution.dataframe, args.output, fmt, mode, [str(v) for v in ([data] if data else typed.values())])
+                noun = "trends" if compiled.kind == "detection" else "rows"
+                if rows is None:
+                    print(f"'{args.output}' exists; nothing written (--mode ignore)" if mode == OutputMode.IGNORE
+                          else f"wrote {noun} to {args.output} ({fmt.value})")  # fmt: skip
+                else:
+                    print(f"wrote {rows:,} {noun} to {args.output} ({fmt.value}) in {time.monotonic() - started:.1f} s")
             else:
-                print(f"wrote {rows:,} {noun} to {args.output} ({fmt.value}) in {time.monotonic() - started:.1f} s")
-        else:
-            print_result(execution, limit=args.limit, fmt=args.format, show=show, stream=sys.stdout)
-        if options.drop_invalid:
-            dropped = count_invalid(execution.plan, execution.inputs)
-            if dropped:
-                print(f"dropped {dropped:,} input row(s) with an invalid time or value (--drop-invalid)",
-                      file=sys.stderr)  # fmt: skip
+                print_result(execution, limit=args.limit, fmt=args.format, show=show, stream=sys.stdout)
+            if options.drop_invalid:
+                dropped = count_invalid(execution.plan, execution.inputs)
+                if dropped:
+                    print(f"dropped {dropped:,} input row(s) with an invalid time or value (--drop-invalid)",
+                          file=sys.stderr)  # fmt: skip
     except (CetqlError, KeyboardInterrupt):
         raise
     except Exception as e:

@@ -35,6 +35,7 @@ from .options import OutputFormat, OutputMode, RunOptions
 from .output import check_target, write
 from .planner.semantics.bind import parse_param
 from .planner.spark.compiler import diagnose_invalid
+from .progress import progress
 from .query import compile
 from .render import print_result
 from .runtime import describe_paths, read_input
@@ -290,8 +291,9 @@ class Shell:
         spark = self.spark
         execution = None
         try:
-            execution = compiled.execution(self.data, spark=spark, options=self.options, **self.typed)
-            print_result(execution, limit=self.limit, fmt="table", stream=self.out)
+            with progress(spark, "running", stream=self.err):
+                execution = compiled.execution(self.data, spark=spark, options=self.options, **self.typed)
+                print_result(execution, limit=self.limit, fmt="table", stream=self.out)
         except (CetqlError, KeyboardInterrupt):
             raise
         except Exception as e:

@@ -113,6 +113,7 @@ def test_repl_in_a_terminal(tmp_path):
     text = _plain(transcript.getvalue())
     assert child.exitstatus == 0, text[-2000:]
     assert "COUNT(*)" in text and "41 rows" in text
+    assert re.search(r"running .*\d+/\d+ tasks", text)  # progress while a query runs (on a terminal only)
     assert text.index(f"answered in {first:.2f} s") < text.index(f"answered in {second:.2f} s")
     print(f"repl latency: first query {first:.2f} s (Spark starting), second {second:.2f} s")
     assert "c.type = 'notcovered'" in history.read_text()  # history across sessions
