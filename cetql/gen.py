@@ -495,7 +495,8 @@ def generate(
     returns {"scenario", "seed", "events", "path", "types": {type: rows},
     "message"}.  `partitions` sets the number of `spark.range` partitions (the
     data does not depend on it)."""
-    target = Path(path)
+    shown = Path(path)
+    target = shown.absolute()  # Spark resolves relative paths against its own working folder
     _check_target(target, mode)
     dfs = frames(scenario, events, seed=seed, spark=spark, partitions=partitions)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -541,12 +542,12 @@ def generate(
             shutil.rmtree(tmp, ignore_errors=True)
     total = sum(counts.values())
     types = ", ".join(f"{k} {v:,}" for k, v in counts.items())
-    message = f"wrote {total:,} events to {target} (types {types})"
+    message = f"wrote {total:,} events to {shown} (types {types})"
     return {
         "scenario": scenario,
         "seed": seed,
         "events": total,
-        "path": str(target),
+        "path": str(shown),
         "types": counts,
         "message": message,
     }
