@@ -134,7 +134,6 @@ class RunOptions:
     time_unit: str = "s"  # what one unit of a numeric time column is: s, ms, us or ns
     id_col: str | None = None
     drop_invalid: bool = False
-    memory_budget: int | None = None  # bytes per group's extraction; None: a fraction of the executor's memory
 
     @classmethod
     def of(cls, options: RunOptions | None = None, **keywords) -> RunOptions:
@@ -162,8 +161,6 @@ class RunOptions:
             given["partitions"] = _count(given["partitions"], "partitions", allow_zero=False)
         if "max_trends" in given:
             given["max_trends"] = _count(given["max_trends"], "max_trends", allow_zero=True)
-        if "memory_budget" in given:
-            given["memory_budget"] = _count(given["memory_budget"], "memory_budget", allow_zero=False)
         if "time_unit" in given:
             unit = str(given["time_unit"]).strip().lower()
             if unit not in TIME_UNITS:

@@ -212,7 +212,6 @@ def lower(plan: LogicalPlan, columns: tuple[str, ...] = ()) -> Physical:
             trend_set=root.trends,
             context=context,
             max_trends=plan.options.max_trends,
-            memory_budget=plan.options.memory_budget,
         )
     else:
         spec = _aggregate_spec(root, plan, names, cols, tspec, context, derived, subkeys, part)

@@ -144,7 +144,6 @@ class DetectSpec:
     trend_set: TrendSet
     context: Context
     max_trends: int = 0  # refuse a group that would return more trends (0: no limit)
-    memory_budget: int | None = None  # bytes an extraction may hold; None: no limit
     batch_rows: int = 65536  # trends per output Arrow batch
 
 
