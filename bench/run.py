@@ -8,6 +8,12 @@ Python workers), sampled every 0.25 s.  Results go to bench/RESULTS.md.
 
     python bench/run.py                 # D1 (1,000,000 events), D2 (100,000), both strategies
     python bench/run.py --scale 0.1     # the same at a tenth of the size
+    python bench/run.py --baseline DIR  # also an older cetql, same data, same run
+
+A baseline is an older commit installed into DIR without dependencies
+(`pip install --no-deps --target DIR <checkout>`); bench/baseline_site.py,
+copied into DIR as sitecustomize.py, makes it the cetql that the command and
+Spark's Python workers import.
 """
 
 from __future__ import annotations
@@ -68,9 +74,12 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def timed_run(args: list[str]) -> tuple[float, int, str]:
+def timed_run(args: list[str], env: dict | None = None, cwd: str | None = None) -> tuple[float, int, str]:
+    """(seconds, peak PSS bytes, output) of a command; `cwd` keeps `python -m
+    cetql` from importing a cetql folder of the current directory."""
     start = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            cwd=cwd or tempfile.gettempdir())  # fmt: skip
     peak = 0
     done = threading.Event()
 
@@ -97,8 +106,12 @@ def main() -> None:
     ap.add_argument("--only", choices=list(QUERIES), action="append")
     ap.add_argument("--strategies", default="local,distributed")
     ap.add_argument("--results", default=str(HERE / "RESULTS.md"))
+    ap.add_argument("--baseline", help="a folder holding an older cetql (see above), run beside the current one")
     a = ap.parse_args()
-    cetql = str(Path(sys.executable).with_name("cetql"))
+    cetql = [sys.executable, "-m", "cetql"]
+    versions = [("current", None)]
+    if a.baseline:
+        versions.insert(0, ("baseline", a.baseline))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, (kind, query, n) in QUERIES.items():
@@ -110,16 +123,19 @@ def main() -> None:
             qfile = Path(tmp) / f"{name}.cet"
             qfile.write_text(query)
             for strategy in a.strategies.split(","):
-                out = Path(tmp) / f"{name}-{strategy}"
-                cmd = [cetql, "run", str(qfile), "--input", str(data), "--id-col", "id", "--output", str(out),
-                       "--format", "parquet", "--strategy", strategy]  # fmt: skip
-                elapsed, peak, _ = timed_run(cmd)
-                cets = pq.ParquetDataset(out).read(columns=["length"]).num_rows
-                rows.append((name, strategy, n, cets, elapsed, peak))
-                print(
-                    f"{name} {strategy:11s} n={n:,} CETs={cets:,} {elapsed:.1f}s peak={peak / 2**30:.2f} GiB",
-                    flush=True,
-                )
+                for version, path in versions:
+                    out = Path(tmp) / f"{name}-{strategy}-{version}"
+                    cmd = [*cetql, "run", str(qfile), "--input", str(data), "--id-col", "id", "--output", str(out),
+                           "--format", "parquet", "--strategy", strategy]  # fmt: skip
+                    env = {**os.environ, "PYTHONPATH": path} if path else None
+                    elapsed, peak, _ = timed_run(cmd, env)
+                    cets = pq.ParquetDataset(out).read(columns=["length"]).num_rows
+                    rows.append((name, strategy, version, n, cets, elapsed, peak))
+                    print(
+                        f"{name} {strategy:11s} {version:8s} n={n:,} CETs={cets:,} {elapsed:.1f}s "
+                        f"peak={peak / 2**30:.2f} GiB",
+                        flush=True,
+                    )
     write_results(a.results, rows, a.scale)
 
 
@@ -137,18 +153,25 @@ def write_results(path: str, rows, scale: float) -> None:
         "nothing collected to the driver). Peak memory: largest sum of PSS (resident memory, shared pages counted once) "
         "over the process tree, sampled every 0.25 s.",
         "",
-        "| query | strategy | events | CETs | seconds | events/s | CETs/s | peak memory |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| query | strategy | version | events | CETs | seconds | events/s | CETs/s | peak memory |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for name, strategy, n, cets, secs, peak in rows:
+    for name, strategy, version, n, cets, secs, peak in rows:
         lines.append(
-            f"| {name} | {strategy} | {n:,} | {cets:,} | {secs:.1f} | {n / secs:,.0f} | {cets / secs:,.0f} | {peak / 2**30:.2f} GiB |"
+            f"| {name} | {strategy} | {version} | {n:,} | {cets:,} | {secs:.1f} | {n / secs:,.0f} | {cets / secs:,.0f} "
+            f"| {peak / 2**30:.2f} GiB |"
         )
-    by = {(r[0], r[1]): r[4] for r in rows}
+    by = {(r[0], r[1], r[2]): r[5] for r in rows}
     ratios = [
-        f"- {name}: distributed / local = {by[(name, 'distributed')] / by[(name, 'local')]:.2f}"
+        f"- {name}: distributed / local = {by[(name, 'distributed', 'current')] / by[(name, 'local', 'current')]:.2f}"
         for name in QUERIES
-        if (name, "local") in by and (name, "distributed") in by
+        if (name, "local", "current") in by and (name, "distributed", "current") in by
+    ]
+    ratios += [
+        f"- {name} {strategy}: current / baseline = {by[(name, strategy, 'current')] / by[(name, strategy, 'baseline')]:.2f}"
+        for name in QUERIES
+        for strategy in ("local", "distributed")
+        if (name, strategy, "baseline") in by and (name, strategy, "current") in by
     ]
     if ratios:
         lines += ["", "Time ratios measured in the same run:", "", *ratios]

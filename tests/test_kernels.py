@@ -16,13 +16,15 @@ from decimal import Decimal
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from local_engine import run_local
+from local_engine import kernel_table, plan_for, run_local
 from reference import reference_aggregates, reference_trends
 
 import cetql
 from cetql import ast as A
 from cetql.errors import QueryError
 from cetql.options import RunOptions
+from cetql.planner.kernels import greta, process
+from cetql.planner.kernels.graph import trends as kernel_trends
 from cetql.planner.semantics.bind import bind
 from cetql.printer import aggregate_to_text, to_text
 
@@ -119,8 +121,6 @@ def queries(draw, aggregation: bool, repeated_types: bool = False):
 
 
 def _compile_or_skip(text, *, typed, options=None):
-    from local_engine import plan_for
-
     try:
         plan_for(text, typed=typed, options=options)
     except QueryError:
@@ -268,3 +268,26 @@ def test_groups_straddling_arrow_batches(batch):
     _, _, parts = run_local(text, events, batch_size=batch)
     key = lambda r: (r[next(k for k in r if k.endswith("wk"))], tuple(r["events"]))  # noqa: E731
     assert sorted(map(key, parts)) == sorted(map(key, whole))
+
+
+# ---------------------------------------------------------------- the runaway guard
+
+
+@FAST
+@given(st.data(), st.booleans(), st.sampled_from(["COMPLETE", "MAXIMAL", "ALL"]))
+def test_guard_count_equals_detected_rows(data, typed, trend_set):
+    """What the guard counts for a group (before building any trend) is the
+    number of trends detection then returns for it — or, when the count is
+    marked as a bound, at least that many."""
+    text = data.draw(queries(False, repeated_types=not typed))
+    _compile_or_skip(text, typed=typed)
+    events = data.draw(stream(typed))
+    types = sorted({e["__type"] for e in events if e.get("__type")}) if typed else ()
+    cols = sorted({k for e in events for k in e})
+    options = RunOptions.of(trends=trend_set, max_trends=0)
+    plan, phys = plan_for(text, typed=typed, types=types, options=options, columns=cols)
+    spec = phys.spec
+    for _, graph in process.group_graphs(spec, kernel_table(plan, phys, events)):
+        count, exact = greta.count_trends(graph.gt, spec.template, spec.trend_set)
+        found = sum(1 for _ in kernel_trends(graph.gt, spec.trend_set, spec.template))
+        assert count == found if exact else count >= found, (text, count, exact, found)

@@ -67,11 +67,17 @@ class Graph:
         self.start = bytearray(n * S)
         self.end = bytearray(n * S)
         for qi, q in enumerate(names):
-            for e in self.elig[qi]:
-                if gt.start_ok(e, q):
-                    self.start[e * S + qi] = 1
-                if gt.end_ok(e, q):
-                    self.end[e * S + qi] = 1
+            # without a negation before/after the pattern, every eligible node of a start/end state qualifies
+            if q in gt.start:
+                ok = (lambda e, q=q: True) if not gt.before else (lambda e, q=q: gt.start_ok(e, q))
+                for e in self.elig[qi]:
+                    if ok(e):
+                        self.start[e * S + qi] = 1
+            if q in gt.end:
+                ok = (lambda e, q=q: True) if not gt.after else (lambda e, q=q: gt.end_ok(e, q))
+                for e in self.elig[qi]:
+                    if ok(e):
+                        self.end[e * S + qi] = 1
         self.succ: list[list[int]] = [[] for _ in range(n * S)]
         by_source: dict[int, int] = {}
         for st in gt.steps:
@@ -128,6 +134,23 @@ class Graph:
                 out.extend(f * S + q for f in cands)
             else:
                 out.extend(f * S + q for f in cands if holds(e, f, skip))
+
+    def paths(self) -> int:
+        """Start-to-end paths: the number of ALL trends when every event
+        takes at most one state, an upper bound otherwise.  O(nodes + edges):
+        edges run forward in time, so node order is a topological order."""
+        count = [0] * len(self.succ)
+        start, end, succ = self.start, self.end, self.succ
+        total = 0
+        for v, ws in enumerate(succ):
+            c = count[v] + start[v]
+            if not c:
+                continue
+            if end[v]:
+                total += c
+            for w in ws:
+                count[w] += c
+        return total
 
     def succ_set(self, v: int) -> set:
         s = self._sets.get(v)

@@ -264,7 +264,8 @@ def count_trends(gt: GroupTemplate, spec: K.TemplateSpec, trend_set, limit: int 
     is exact (else an upper bound: MAXIMAL is bounded by COMPLETE, a pattern
     with cross predicates by its trends without them), without building
     them.  With `limit`, stop refining once the count is known to be within."""
-    bound = count(gt, "ALL")  # runs of the pattern, cross predicates left out: at least every trend
+    # runs of the pattern, cross predicates left out: at least every trend
+    bound = graph.paths() if graph is not None else count(gt, "ALL")
     ts = str(trend_set)
     if (limit and bound <= limit) or spec.cross:
         return bound, False

@@ -128,10 +128,8 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
                 continue
             local = {k: [v[r] for r in rows] for k, v in cols.items()}
             gt = GroupTemplate(spec.template, [times[r] for r in rows], local)
-            graph = None
+            graph = Graph(gt)  # built once: counted by the guard, then walked
             if spec.max_trends:
-                if not spec.template.cross and not gt.unique_states():
-                    graph = Graph(gt)
                 count, exact = greta.count_trends(gt, spec.template, spec.trend_set, spec.max_trends, graph)
                 if count > spec.max_trends:
                     raise TrendLimitExceeded(_too_many(spec, table, start, count, exact))
