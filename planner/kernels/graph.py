@@ -102,12 +102,12 @@ class Graph:
             buckets: dict = {}
             for f in targets:
                 v = lv[f]
-                if usable(v):
+                if v is not None and v == v:  # usable(v), inlined: this loop is the hot one
                     buckets.setdefault(v, []).append(f)
             found = {}
             for e in sources:
                 hv = h[e]
-                if not usable(hv):
+                if hv is None or hv != hv:
                     continue
                 bucket = buckets.get(hv)
                 if bucket:
@@ -158,33 +158,35 @@ class Graph:
             s = self._sets[v] = set(self.succ[v])
         return s
 
-    def coreach(self, emit) -> bytearray:
+    def coreach(self, emit: bytearray) -> bytearray:
         """Nodes from which a node where `emit` holds can be reached."""
-        S, succ = self.S, self.succ
+        succ, node = self.succ, self.node
         out = bytearray(len(succ))
-        for e in range(self.gt.n - 1, -1, -1):
-            for qi in range(S):
-                v = e * S + qi
-                if not self.node[v]:
-                    continue
-                if emit(v) or any(out[w] for w in succ[v]):
-                    out[v] = 1
+        for v in range(len(succ) - 1, -1, -1):  # successors have larger ids
+            if node[v] and (emit[v] or any(out[w] for w in succ[v])):
+                out[v] = 1
         return out
+
+    def sinks_emit(self, emit: bytearray) -> bool:
+        """Does every node without a successor emit?  Then every node reaches
+        one that emits (the graph is finite and acyclic): no pruning to do."""
+        node, succ = self.node, self.succ
+        return all(emit[v] for v in range(len(succ)) if node[v] and not succ[v])
 
 
 # ---------------------------------------------------------------- per-state walk
 
 
-def _dfs(starts, walk, emit, alive) -> Iterator[list[int]]:
-    """Paths from each start along `walk`, through `alive` nodes, yielded
-    (as node lists) at each node where `emit` holds."""
+def _dfs(starts, walk, emit: bytearray, alive: bytearray, S: int) -> Iterator[list[int]]:
+    """Paths from each start along `walk`, through `alive` nodes, yielded as
+    event lists at each node where `emit` is set."""
     for s in starts:
         if not alive[s]:
             continue
         path = [s]
         stack = [iter(walk[s])]
-        if emit(s):
-            yield path
+        if emit[s]:
+            yield [v // S for v in path] if S > 1 else [s]
         while stack:
             nxt = next(stack[-1], None)
             if nxt is None:
@@ -194,8 +196,8 @@ def _dfs(starts, walk, emit, alive) -> Iterator[list[int]]:
             if not alive[nxt]:
                 continue
             path.append(nxt)
-            if emit(nxt):
-                yield path
+            if emit[nxt]:
+                yield [v // S for v in path] if S > 1 else path[:]
             stack.append(iter(walk[nxt]))
 
 
@@ -227,39 +229,30 @@ def per_state_walk(g: Graph, trend_set) -> Iterator[list[int]]:
     S, succ, end, start = g.S, g.succ, g.end, g.start
     starts = [v for v in range(len(succ)) if start[v]]
     if str(trend_set) == "ALL":
-        alive = g.coreach(lambda v: end[v])
-        for path in _dfs(starts, succ, lambda v: end[v], alive):
-            yield [v // S for v in path]
+        alive = g.node if g.sinks_emit(end) else g.coreach(end)
+        yield from _dfs(starts, succ, end, alive, S)
         return
     preceded = bytearray(len(succ))  # a start node leads into it: prependable
     for v in starts:
         for w in succ[v]:
             preceded[w] = 1
-    appendable = bytearray(len(succ))  # it leads to an end node
+    emit = bytearray(end)  # an end node that leads to no end node: nothing can be appended
     for v, ws in enumerate(succ):
-        for w in ws:
-            if end[w]:
-                appendable[v] = 1
-                break
-
-    def emit(v):
-        return end[v] and not appendable[v]
+        if emit[v]:
+            for w in ws:
+                if end[w]:
+                    emit[v] = 0
+                    break
 
     walk = split_free(g) if str(trend_set) == "MAXIMAL" else succ
     if walk is succ:
-        alive = g.coreach(emit)
+        alive = g.node if g.sinks_emit(emit) else g.coreach(emit)
     else:
         alive = bytearray(len(succ))
-        for e in range(g.gt.n - 1, -1, -1):
-            for qi in range(S):
-                v = e * S + qi
-                if g.node[v] and (emit(v) or any(alive[w] for w in walk[v])):
-                    alive[v] = 1
-    for path in _dfs([v for v in starts if not preceded[v]], walk, emit, alive):
-        yield [v // S for v in path]
-
-
-# ---------------------------------------------------------------- configurations
+        for v in range(len(succ) - 1, -1, -1):
+            if g.node[v] and (emit[v] or any(alive[w] for w in walk[v])):
+                alive[v] = 1
+    yield from _dfs([v for v in starts if not preceded[v]], walk, emit, alive, S)
 
 
 class _Cross:
@@ -334,7 +327,7 @@ def config_walk(g: Graph, trend_set, spec: K.TemplateSpec, cols: dict) -> Iterat
     S, succ, end, start, names = g.S, g.succ, g.end, g.start, g.names
     ts = str(trend_set)
     cross = _Cross(g, spec, cols) if spec.cross else None
-    alive = g.coreach(lambda v: end[v])  # ignoring cross predicates: a sound pruning
+    alive = g.coreach(end)  # ignoring cross predicates: a sound pruning
     poison_from: dict[int, list[int]] = {}
     if ts != "ALL":
         for v in range(len(succ)):
@@ -516,7 +509,7 @@ def complete_classes(g: Graph, *, one, zero, contribute, add, trend_set="COMPLET
     vector of every class of prefixes that are complete (or, for trend_set
     "ALL", trends) — summed, these are the aggregates over those trends."""
     S, succ, end, start = g.S, g.succ, g.end, g.start
-    alive = g.coreach(lambda v: end[v])
+    alive = g.coreach(end)
     every = trend_set == "ALL"
     poison_from = bytearray(len(succ))
     if not every:

@@ -26,7 +26,7 @@ SUM, MIN, MAX = "sum", "min", "max"
 
 def usable(v) -> bool:
     """A value an index may hold: not null, not NaN (NaN compares false)."""
-    return v is not None and not (isinstance(v, float) and math.isnan(v))
+    return v is not None and v == v  # NaN is the one value unequal to itself
 
 
 class Monoid:

@@ -75,14 +75,14 @@ def detect_fn(spec: K.DetectSpec):
     return map_groups(list(spec.columns.group), lambda table: detect_table(spec, table))
 
 
-def _parts(spec, cols: dict, start: int, end: int) -> list[list[int]]:
+def _parts(spec, cols: dict, start: int, end: int) -> list[range | list[int]]:
     """Rows of each equivalence sub-partition of a group: shared keys split
     the group (a null key: in no trend); a state's key splits that state's
     events, the other events belonging to every part."""
     shared = getattr(spec, "shared_subkeys", ())
     specific = getattr(spec, "state_subkeys", ())
     if not shared and not specific:
-        return [list(range(start, end))]
+        return [range(start, end)]
     by_shared: dict[tuple, list[int]] = {}
     for r in range(start, end):
         key = tuple(cols[c][r] for c in shared)
@@ -120,14 +120,22 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
     cols = {name: table.column(name).to_pylist() for name in names if name in table.column_names}
     times = table.column(c.time).to_pylist()
     schema = detect_schema(spec, table.schema)
-    group_rows, lengths, values = [], [], []
+    # per trend: the row of its group's keys, its length, the row its event
+    # offsets count from (the group's first row when the part is a slice)
+    group_rows, lengths, bases, values = [], [], [], []
     held = 0
     for start, end in zip(starts, [*starts[1:], n]):
         for rows in _parts(spec, cols, start, end):
             if not rows:
                 continue
-            local = {k: [v[r] for r in rows] for k, v in cols.items()}
-            gt = GroupTemplate(spec.template, [times[r] for r in rows], local)
+            sliced = isinstance(rows, range)
+            if sliced:  # the whole group: slices, offsets from `start`
+                local = {k: v[start:end] for k, v in cols.items()}
+                group_times, base = times[start:end], start
+            else:
+                local = {k: [v[r] for r in rows] for k, v in cols.items()}
+                group_times, base = [times[r] for r in rows], 0
+            gt = GroupTemplate(spec.template, group_times, local)
             graph = Graph(gt)  # built once: counted by the guard, then walked
             if spec.max_trends:
                 count, exact = greta.count_trends(gt, spec.template, spec.trend_set, spec.max_trends, graph)
@@ -136,13 +144,14 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
             for path in trends(gt, spec.trend_set, spec.template, graph):
                 group_rows.append(start)
                 lengths.append(len(path))
-                values.extend(rows[i] for i in path)
+                bases.append(base)
+                values.extend(path if sliced else [rows[i] for i in path])
                 held += len(path)
                 if len(group_rows) >= spec.batch_rows or held >= MAX_EVENTS_PER_BATCH:
-                    yield _trend_batch(spec, table, schema, group_rows, lengths, values)
-                    group_rows, lengths, values, held = [], [], [], 0
+                    yield _trend_batch(spec, table, schema, group_rows, lengths, bases, values)
+                    group_rows, lengths, bases, values, held = [], [], [], [], 0
     if group_rows:
-        yield _trend_batch(spec, table, schema, group_rows, lengths, values)
+        yield _trend_batch(spec, table, schema, group_rows, lengths, bases, values)
 
 
 def group_graphs(spec: K.DetectSpec, table: pa.Table) -> Iterator[tuple[list[int], Graph]]:
@@ -176,14 +185,14 @@ def _too_many(spec: K.DetectSpec, table, row: int, count, exact: bool) -> str:
     )
 
 
-def _trend_batch(spec, table, schema, group_rows, lengths, values) -> pa.RecordBatch:
+def _trend_batch(spec, table, schema, group_rows, lengths, bases, values) -> pa.RecordBatch:
     import numpy as np
 
     c = spec.columns
     starts = pa.array(np.asarray(group_rows, dtype=np.int64))
     counts = np.asarray(lengths, dtype=np.int32)
     offsets = pa.array(np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int32))
-    rows = pa.array(np.asarray(values, dtype=np.int64))
+    rows = pa.array(np.asarray(values, dtype=np.int64) + np.repeat(np.asarray(bases, dtype=np.int64), counts))
     arrays = [table.column(g).take(starts) for g in c.group]
     arrays.append(pa.ListArray.from_arrays(offsets, table.column(c.id).take(rows).combine_chunks()))
     arrays.append(pa.array(counts))
@@ -235,8 +244,11 @@ def aggregate_table(spec: K.AggregateSpec, table: pa.Table) -> Iterator[pa.Recor
     for start, end in zip(starts, [*starts[1:], n]):
         totals = None
         for rows in _parts(spec, cols, start, end):
-            local = {k: [v[r] for r in rows] for k, v in cols.items()}
-            got = _aggregate_part(spec, [times[r] for r in rows], local)
+            if isinstance(rows, range):  # the whole group: slices
+                local, part_times = {k: v[start:end] for k, v in cols.items()}, times[start:end]
+            else:
+                local, part_times = {k: [v[r] for r in rows] for k, v in cols.items()}, [times[r] for r in rows]
+            got = _aggregate_part(spec, part_times, local)
             totals = got if totals is None else _combine(spec, totals, got)
         wk = windows[start]
         group = [outputs[k][start] for k in spec.output_keys]
