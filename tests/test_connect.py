@@ -13,16 +13,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import pyspark
 import pytest
+from processes import SPARK_HOME, free_port, spark_env, start, stop, wait_for_port
 
 from cetql.cli import main
 
@@ -32,55 +28,26 @@ KITING = ROOT / "examples" / "kiting.cet"
 COUNT = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100 SLIDE 50 AGG COUNT(*), MAX(c.ts)"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def connect_url(tmp_path_factory):
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("connect") / "server.log"
-    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_HOME": str(Path(pyspark.__file__).parent)}
-    env.pop("SPARK_REMOTE", None)
-    with open(log, "wb") as out:
-        server = subprocess.Popen(
-            [str(submit), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-             "--master", "local[2]", "--conf", f"spark.connect.grpc.binding.port={port}",
-             "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.ui.enabled=false",
-             "--conf", "spark.sql.shuffle.partitions=2", "--driver-memory", "1g"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-        )  # fmt: skip
-    started = time.monotonic()
+    server = start(
+        [str(SPARK_HOME / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
+         "--master", "local[2]", "--conf", f"spark.connect.grpc.binding.port={port}",
+         "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.ui.enabled=false",
+         "--conf", "spark.sql.shuffle.partitions=2", "--driver-memory", "1g"],
+        log,
+    )  # fmt: skip
     try:
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"the Connect server exited ({server.returncode}): {log.read_text()[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() - started > 180:
-                    pytest.fail(f"the Connect server did not listen within 180 s: {log.read_text()[-2000:]}")
-                time.sleep(0.5)
-        print(f"Connect server up in {time.monotonic() - started:.1f} s")
+        print(f"Connect server up in {wait_for_port(server, port, log, 'the Connect server'):.1f} s")
         yield f"sc://127.0.0.1:{port}"
     finally:
-        try:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        stop(server)
 
 
 def _client_env(**extra) -> dict:
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, **extra}
-    if "SPARK_REMOTE" not in extra:
-        env.pop("SPARK_REMOTE", None)
-    return env
+    return spark_env(**extra)
 
 
 def _csv_rows(text: str) -> list[tuple]:
