@@ -43,7 +43,7 @@ from itertools import product
 
 from . import spec as K
 from .expr import Row, compile_expr
-from .index import later_in_range, usable
+from .index import later_in_range
 from .template import GroupTemplate
 
 
