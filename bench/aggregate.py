@@ -14,13 +14,18 @@ end to end with `cetql run` (Spark start included, results to Parquet):
 The exact values are computed here with Python integers, independently of
 cetql.  Results are appended to bench/RESULTS.md.
 
-    python bench/aggregate.py [--scale 0.1]
+    python bench/aggregate.py [--scale 0.1] [--baseline DIR]
+
+With --baseline (an older cetql installed into DIR, see bench/run.py), modes
+1 and 2 also run on it, same data, same run, checked the same way.
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
+import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -86,20 +91,25 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--results", default=str(HERE / "RESULTS.md"))
     ap.add_argument("--skip-scaling", action="store_true")
+    ap.add_argument("--baseline", help="a folder holding an older cetql (see bench/run.py), run beside the current one")
     a = ap.parse_args()
     n = int(1_000_000 * a.scale)
-    cetql = str(Path(sys.executable).with_name("cetql"))
+    cetql = [sys.executable, "-m", "cetql"]
     lines = ["", "## Aggregation (A1)", ""]
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "a1.parquet"
         table = stream(n)
         pq.write_table(table, data)
 
-        def run(w, s, *flags):
+        def run(w, s, *flags, baseline=None):
             q = Path(tmp) / "a1.cet"
             q.write_text(QUERY.format(w=w, s=s))
             out = Path(tmp) / "out"
-            secs, peak, _ = timed_run([cetql, "run", str(q), "--input", str(data), "--output", str(out), *flags])
+            if out.exists():
+                shutil.rmtree(out)
+            env = {**os.environ, "PYTHONPATH": baseline} if baseline else None
+            secs, peak, _ = timed_run([*cetql, "run", str(q), "--input", str(data), "--output", str(out), *flags],
+                                      env)  # fmt: skip
             return secs, peak, pq.ParquetDataset(out).read().to_pylist()
 
         exact = exact_counts(table, 10_000, 5_000)
@@ -131,6 +141,21 @@ def main() -> None:
             f"| exact (`--exact string`) | {secs:.1f} | {peak / 2**30:.2f} GiB | every digit of all {len(rows):,} rows |"
         )
 
+        if a.baseline:
+            lines += ["", "Against the baseline (an older cetql, same data, same run, the same checks):", "",
+                      "| mode | baseline s | current s | current / baseline |", "| --- | ---: | ---: | ---: |"]
+            for label, flags in (("`--approx`", ("--approx",)), ("exact (`--exact string`)", ("--exact", "string"))):
+                b_secs, _, b_rows = run(10_000, 5_000, *flags, baseline=a.baseline)
+                c_secs, _, c_rows = run(10_000, 5_000, *flags)
+                for got in (b_rows, c_rows):
+                    assert len(got) == len(exact)
+                    for r in got:
+                        want = exact[(r["window_start"], r["id"])]
+                        value = r["COUNT(*)"]
+                        assert (abs(value - want) / want <= 1e-9) if flags[0] == "--approx" else int(value) == want
+                print(f"{label}: baseline {b_secs:.1f}s current {c_secs:.1f}s", flush=True)
+                lines.append(f"| {label} | {b_secs:.1f} | {c_secs:.1f} | {c_secs / b_secs:.2f} |")
+
         if not a.skip_scaling:
             # the fixed cost (Spark start, planning, writing): the same query on 10 events
             tiny = Path(tmp) / "tiny.parquet"
@@ -138,7 +163,7 @@ def main() -> None:
             q = Path(tmp) / "tiny.cet"
             q.write_text(QUERY.format(w=1_000, s=500))
             fixed, _, _ = timed_run(
-                [cetql, "run", str(q), "--input", str(tiny), "--output", str(Path(tmp) / "t"), "--approx"]
+                [*cetql, "run", str(q), "--input", str(tiny), "--output", str(Path(tmp) / "t"), "--approx"]
             )
             lines += [
                 "",
