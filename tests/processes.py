@@ -4,6 +4,7 @@ everything it started (its JVM children, executors, Python workers)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
@@ -33,11 +34,20 @@ def spark_env(**extra) -> dict:
     return env
 
 
+def die_with_parent() -> None:
+    """In a child before exec: SIGKILL it when the test process dies (Linux
+    PR_SET_PDEATHSIG), so a killed pytest leaves no Spark daemon behind."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def start(args: list[str], log: Path, env: dict | None = None) -> subprocess.Popen:
     """`args` in a new process group, its output in `log`."""
     with open(log, "wb") as out:
         return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env or spark_env(),
-                                start_new_session=True)  # fmt: skip
+                                start_new_session=True, preexec_fn=die_with_parent)  # fmt: skip
 
 
 def wait_for_port(proc: subprocess.Popen, port: int, log: Path, what: str, timeout: float = 180) -> float:
@@ -56,13 +66,20 @@ def wait_for_port(proc: subprocess.Popen, port: int, log: Path, what: str, timeo
             time.sleep(0.5)
 
 
-def stop(proc: subprocess.Popen, kill: bool = False) -> None:
-    """Stop `proc`'s whole process group (SIGKILL after 30 s, or at once)."""
+def _signal_group(pid: int, sig: int) -> None:
     try:
-        os.killpg(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
-        proc.wait(timeout=30)
+        os.killpg(pid, sig)
     except ProcessLookupError:
         pass
+
+
+def stop(proc: subprocess.Popen, kill: bool = False) -> None:
+    """Stop `proc`'s whole process group (SIGKILL after 30 s, or at once);
+    whatever of the group outlives its leader is killed too."""
+    _signal_group(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+    try:
+        proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        _signal_group(proc.pid, signal.SIGKILL)
         proc.wait()
+    _signal_group(proc.pid, signal.SIGKILL)

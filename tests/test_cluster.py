@@ -11,8 +11,10 @@ stopped at the end, whatever happens.
 from __future__ import annotations
 
 import json
+import queue
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -21,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from processes import SPARK_HOME, free_port, spark_env, start, stop, wait_for_port
+from processes import SPARK_HOME, die_with_parent, free_port, spark_env, start, stop, wait_for_port
 
 from cetql.cli import main
 
@@ -61,7 +63,7 @@ def cluster(tmp_path_factory):
             work = logs / f"work{k}"
             work.mkdir()
             workers.append(start([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                  "--cores", "1", "--memory", "2g", "--webui-port", "0", "--work-dir", str(work),
+                                  "--cores", "1", "--memory", "1g", "--webui-port", "0", "--work-dir", str(work),
                                   url], logs / f"worker{k}.log"))  # fmt: skip
         while _alive_workers(ui) < 2:
             for k, w in enumerate(workers):
@@ -80,7 +82,10 @@ def cluster(tmp_path_factory):
 class Driver:
     """One driver process for the module (one Spark start): it runs `cetql`
     commands sent as JSON lines, through the CLI's own entry point, and
-    answers each with its exit code."""
+    answers each with its exit code.  A command that does not answer within
+    `TIMEOUT` seconds fails the test (the driver is killed), never hangs it."""
+
+    TIMEOUT = 600
 
     SCRIPT = (
         "import json, sys\n"
@@ -94,8 +99,15 @@ class Driver:
         self.err = open(folder / "driver.err", "w")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen([sys.executable, "-c", self.SCRIPT], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.err, text=True, cwd=folder,
-                                     start_new_session=True,
+                                     start_new_session=True, preexec_fn=die_with_parent,
                                      env=spark_env(CETQL_LOG_DIR=str(folder), CETQL_DRIVER_MEMORY="1g"))  # fmt: skip
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put("")  # end of output: the driver exited
 
     def send(self, args: list[str]) -> None:
         self.proc.stdin.write(json.dumps(args) + "\n")
@@ -103,8 +115,15 @@ class Driver:
 
     def answer(self) -> int:
         """The exit code of the last command (its own output lines skipped)."""
+        deadline = time.monotonic() + self.TIMEOUT
         while True:
-            line = self.proc.stdout.readline()
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                stop(self.proc, kill=True)
+                raise AssertionError(
+                    f"the driver did not answer within {self.TIMEOUT} s: {self.errors()}\n{self.log()[-3000:]}"
+                ) from None
             assert line, f"the driver died: {self.errors()}"
             if line.startswith("exit code: "):
                 return json.loads(line.split(": ", 1)[1])
@@ -118,16 +137,18 @@ class Driver:
         return (self.folder / "driver.err").read_text(errors="replace")[-3000:]
 
     def log(self) -> str:
-        return (self.folder / "spark.log").read_text(errors="replace")
+        path = self.folder / "spark.log"
+        return path.read_text(errors="replace") if path.exists() else ""
 
     def stop(self) -> None:
         try:
             self.proc.stdin.close()
             self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
+        except (OSError, subprocess.TimeoutExpired):
             pass
-        stop(self.proc, kill=True)
-        self.err.close()
+        finally:
+            stop(self.proc, kill=True)
+            self.err.close()
 
 
 @pytest.fixture(scope="module")
@@ -170,8 +191,13 @@ def _kiting(n: int, seed: int, accounts: int = 50) -> pa.Table:
                      "type": np.full(n, "notcovered")})  # fmt: skip
 
 
+def _tasks(logs: Path) -> int:
+    """Tasks the second worker's executors have started so far."""
+    return sum(p.read_text(errors="replace").count("Running task") for p in (logs / "work1").glob("app-*/*/stderr"))
+
+
 def test_a_lost_worker_does_not_change_the_result(cluster, driver, spark, tmp_path):
-    url, workers, _ = cluster
+    url, workers, logs = cluster
     data = tmp_path / "kiting.parquet"
     pq.write_table(_kiting(300_000, seed=3), data)
     query = ["run", str(ROOT / "examples" / "kiting.cet"), "--input", str(data), "--id-col", "id",
@@ -180,18 +206,22 @@ def test_a_lost_worker_does_not_change_the_result(cluster, driver, spark, tmp_pa
     expected = _rows(tmp_path / "local")
     assert len(expected) > 100_000
 
-    victim = workers.pop()  # stopped here, not by the fixture
+    victim = workers[-1]  # killed here; the fixture's stop is then a no-op
     target = tmp_path / "cluster"
     began = time.monotonic()
-    driver.send([*query, "--master", url, "--output", str(target)])
     try:
+        driver.send([*query, "--master", url, "--output", str(target)])
         # the write job has begun when its staging folder appears beside the target
         while not any(p.name.startswith(".cluster.cetql-") for p in tmp_path.iterdir()):
             assert driver.proc.poll() is None, driver.errors()
             assert time.monotonic() - began < 300, "the job did not start within 300 s"
             time.sleep(0.1)
-        time.sleep(1.0)
-        assert not target.exists(), "the job ended before the worker could be killed"
+        # … and the victim is busy when it starts a task after that
+        seen = _tasks(logs)
+        while _tasks(logs) == seen:
+            assert not target.exists(), "the job ended before the victim's executor took a task"
+            assert time.monotonic() - began < 300, "the victim's executor took no task within 300 s"
+            time.sleep(0.05)
         stop(victim, kill=True)  # the worker, its executor and their Python workers, at once
         killed = time.monotonic() - began
         assert driver.answer() == 0, driver.errors()
