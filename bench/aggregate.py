@@ -12,7 +12,7 @@ end to end with `cetql run` (Spark start included, results to Parquet):
    index (O(n log n)) and with GRETA's predecessor scan (O(n²)) in the same run.
 
 The exact values are computed here with Python integers, independently of
-cetql.  Results are appended to bench/RESULTS.md.
+cetql.  The section "## Aggregation (A1)" of bench/RESULTS.md is replaced.
 
     python bench/aggregate.py [--scale 0.1] [--baseline DIR]
 
@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
+from results import replace_section  # noqa: E402
 from run import timed_run  # noqa: E402
 
 QUERY = "RETURN id, COUNT(*) PATTERN Stock S+ WHERE [id] AND S.price < NEXT(S).price GROUP-BY id WITHIN {w} SLIDE {s}"
@@ -183,12 +184,7 @@ def main() -> None:
                 lines.append(
                     f"| {w:,} | {w // 10:,} | {t_index:.1f} | {t_scan:.1f} | {ni:.1f} | {ns:.1f} | {ns / ni:.2f} |"
                 )
-    path = Path(a.results)
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    if "## Aggregation (A1)" in text:
-        text = text[: text.index("\n## Aggregation (A1)")] + "\n"
-    path.write_text(text.rstrip("\n") + "\n" + "\n".join(lines) + "\n")
-    print(f"wrote {path}")
+    replace_section(a.results, "## Aggregation (A1)", "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).parent))
 from generate import kiting, stock  # noqa: E402
+from results import replace_section  # noqa: E402
 
 HERE = Path(__file__).parent
 
@@ -124,17 +125,7 @@ def write(path: str, rows, events: int, timeout: float) -> None:
     ]
     if ratios:
         lines += ["", "Time ratios, same run:", "", *ratios]
-    text = Path(path).read_text() if Path(path).exists() else ""
-    section = "\n".join(lines) + "\n"
-    if "## Patterns (detection beyond E+)" in text:
-        head, _, rest = text.partition("## Patterns (detection beyond E+)")
-        nxt = rest.find("\n## ")
-        text = head + section + (rest[nxt + 1 :] if nxt >= 0 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    Path(path).write_text(text)
-    print(f"wrote {path}")
-
+    replace_section(path, "## Patterns (detection beyond E+)", "\n".join(lines))
 
 if __name__ == "__main__":
     main()

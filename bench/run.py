@@ -34,6 +34,12 @@ import pyarrow.parquet as pq
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 from generate import kiting, stock  # noqa: E402
+from results import replace_section  # noqa: E402
+
+BASELINE = (
+    "Baseline: an older cetql installed with `pip install --no-deps --target DIR <checkout>` and "
+    "`bench/baseline_site.py` as its `sitecustomize.py` (see `bench/run.py`); same data, same run, same counts."
+)
 
 QUERIES = {
     "D1": ("kiting", "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100 SLIDE 50", 1_000_000),
@@ -141,8 +147,6 @@ def main() -> None:
 
 def write_results(path: str, rows, scale: float) -> None:
     lines = [
-        "# Benchmarks",
-        "",
         "## Detection (D1, D2)",
         "",
         f"Run {dt.date.today()} on {platform.node()}: {os.cpu_count()} cores, "
@@ -175,10 +179,9 @@ def write_results(path: str, rows, scale: float) -> None:
     ]
     if ratios:
         lines += ["", "Time ratios measured in the same run:", "", *ratios]
-    old = Path(path).read_text() if Path(path).exists() else ""
-    keep = old[old.index("## Trend sets") :] if "## Trend sets" in old else ""  # written by trend_sets.py's run
-    Path(path).write_text("\n".join(lines) + "\n" + ("\n" + keep if keep else ""))
-    print(f"wrote {path}")
+    if any(r[2] == "baseline" for r in rows):
+        lines += ["", BASELINE]
+    replace_section(path, "## Detection (D1, D2)", "\n".join(lines))
 
 
 if __name__ == "__main__":

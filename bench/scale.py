@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+from results import replace_section  # noqa: E402
 from run import timed_run  # noqa: E402
 
 CASES = {
@@ -105,17 +106,7 @@ def write_results(path: str, rows) -> None:
             lines.append(
                 f"- {name}: work at {n:,} / work at {n1:,} = {(t - f0) / (t1 - f0):.2f} (events ×{n / n1:.0f})"
             )
-    text = "\n".join(lines) + "\n"
-    old = Path(path).read_text() if Path(path).exists() else ""
-    if SECTION in old:
-        a = old.index(SECTION)
-        b = old.find("\n## ", a + len(SECTION))
-        new = old[:a] + text + (old[b + 1 :] if b >= 0 else "")
-    else:
-        new = old.rstrip() + "\n\n" + text
-    Path(path).write_text(new)
-    print(f"wrote {path}")
-
+    replace_section(path, SECTION, "\n".join(lines))
 
 if __name__ == "__main__":
     main()
