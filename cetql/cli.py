@@ -47,6 +47,7 @@ def run_options(args) -> RunOptions:
     keywords = {
         "trends": getattr(args, "trends", None),
         "strategy": getattr(args, "strategy", None),
+        "sharing": getattr(args, "sharing", None),
         "approx": getattr(args, "approx", False),
         "exact": getattr(args, "exact", None),
         "kernel": getattr(args, "kernel", None),
@@ -171,6 +172,9 @@ def _common(p, *, run: bool) -> None:
     p.add_argument("--id-col", help="a column of event ids (default: ids derived from the input order)")
     p.add_argument("--strategy", choices=["local", "distributed"], help="force a detection strategy")
     p.add_argument("--trends", choices=["complete", "maximal", "all"], help="override the query's trend set")
+    p.add_argument("--sharing", choices=["copy", "blocks"],
+                   help="sliding windows: copy each event into every window, or into blocks of windows "
+                        "(default: chosen by the plan)")  # fmt: skip
     p.add_argument("--with-rows", action="store_true", help="detection: add the events' input rows to each trend")
     p.add_argument("--max-trends", type=int, metavar="N",
                    help="detection: refuse a (window, group) with more than N trends (default 10,000,000; 0: no limit)")

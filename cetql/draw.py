@@ -169,7 +169,8 @@ def cmd_draw(args) -> int:
         if not sep or not key:
             raise UsageError(f"--group takes KEY=VALUE, not '{item}'")
         groups[key.strip()] = value
-    options = RunOptions.of(time_col=args.time_col, id_col=args.id_col, max_trends=0)
+    # one kernel group per window: the group drawn is a window's
+    options = RunOptions.of(time_col=args.time_col, id_col=args.id_col, max_trends=0, sharing="copy")
     data, typed = parse_inputs(args.input)
     known = describe_paths({None: data} if data is not None else dict(typed), options.time_col)
     compiled = compile(read_query(args.query_file), parse_params(args.param), options=options, inputs=known,

@@ -70,7 +70,8 @@ def plan_lines(plan: LogicalPlan) -> list[str]:
         elif isinstance(node, Windows):
             op("Windows", _window_text(node.window, plan.find(Scan).inputs.time_kind), f"sharing: {node.sharing}")
         elif isinstance(node, Partition):
-            keys = ", ".join(["window", *[k.attr for k in node.keys]])
+            first = f"block of {node.child.block} windows" if node.child.block else "window"
+            keys = ", ".join([first, *[k.attr for k in node.keys]])
             lines = [f"by ({keys}) — {node.reason}"]
             if node.subkeys:
                 lines.append("sub-keys in the kernel: " + ", ".join(
@@ -191,7 +192,8 @@ def plan_data(plan: LogicalPlan) -> list[dict]:
             w = node.window
             out.append({"op": "Windows", "length": _num(w.length), "slide": _num(w.slide),
                         "unit": None if w.unitless else "s", "tumbling": w.tumbling,
-                        "sharing": _decision(node.sharing)})  # fmt: skip
+                        "sharing": _decision(node.sharing), "block": node.block,
+                        "propagate": node.propagate})  # fmt: skip
         elif isinstance(node, Partition):
             out.append({"op": "Partition", "keys": [k.attr for k in node.keys],
                         "subkeys": [s.attr if s.position is None else f"{s.position}.{s.attr}" for s in node.subkeys],

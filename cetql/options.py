@@ -30,6 +30,13 @@ class Strategy(StrEnum):
     DISTRIBUTED = "distributed"  # ABI Algorithm 2: join-based path expansion
 
 
+class Sharing(StrEnum):
+    """How sliding windows reach the kernels."""
+
+    COPY = "copy"  # each event copied into every window it falls in; one group per window
+    BLOCKS = "blocks"  # events copied into (at most two) blocks of consecutive windows; each window a slice
+
+
 class Kernel(StrEnum):
     """How aggregation finds an event's predecessors."""
 
@@ -124,6 +131,7 @@ class RunOptions:
 
     trends: TrendSet | None = None
     strategy: Strategy | None = None
+    sharing: Sharing | None = None  # sliding windows: None lets the planner choose
     approx: bool = False
     exact: Exact = Exact.DECIMAL
     kernel: Kernel = Kernel.INDEX
@@ -145,11 +153,13 @@ class RunOptions:
         unknown = sorted(set(keywords) - names)
         if unknown:
             raise UsageError(f"unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
-        given = {k: v for k, v in keywords.items() if v is not None or k in ("trends", "strategy", "id_col")}
+        given = {k: v for k, v in keywords.items() if v is not None or k in ("trends", "strategy", "sharing", "id_col")}
         if "trends" in given:
             given["trends"] = _enum(TrendSet, given["trends"], "trend set")
         if "strategy" in given:
             given["strategy"] = _enum(Strategy, given["strategy"], "strategy")
+        if "sharing" in given:
+            given["sharing"] = _enum(Sharing, given["sharing"], "window sharing")
         if "exact" in given:
             given["exact"] = _enum(Exact, given["exact"], "exact mode")
         if "kernel" in given:

@@ -16,7 +16,7 @@ from cetql.errors import ParameterError
 from cetql.options import TIME_UNITS, TrendSet
 
 from .kernels import spec as K
-from .logical.plan import Aggregate, Detect, Filter, LogicalPlan, Partition, Scan, TransitionPlan
+from .logical.plan import Aggregate, Detect, Filter, LogicalPlan, Partition, Scan, TransitionPlan, Windows
 from .semantics import ir
 from .semantics.template import Template
 
@@ -29,9 +29,10 @@ class Names:
 
     prefix: str = "__"
 
-    def __getattr__(self, what: str) -> str:  # id, time, type, window, row
-        if what in ("id", "time", "type", "window", "row"):
-            return self.prefix + {"id": "id", "time": "t", "type": "type", "window": "wk", "row": "row"}[what]
+    def __getattr__(self, what: str) -> str:  # id, time, type, window, row, window_lo, window_hi
+        if what in ("id", "time", "type", "window", "row", "window_lo", "window_hi"):
+            return self.prefix + {"id": "id", "time": "t", "type": "type", "window": "wk", "row": "row",
+                                  "window_lo": "wlo", "window_hi": "whi"}[what]  # fmt: skip
         raise AttributeError(what)
 
     def key(self, i: int) -> str:
@@ -199,11 +200,15 @@ def lower(plan: LogicalPlan, columns: tuple[str, ...] = ()) -> Physical:
     window = query.window
     length, slide = _number(window.length * scale_of(plan)), _number(window.slide * scale_of(plan))
     context = K.Context(time_kind, length, slide, tuple(k.attr for k in part.keys))
+    block = plan.find(Windows).block
     cols = K.Columns(
         group=(names.window, *[c for c, _ in keys]),
         time=names.time,
         id=names.id,
         row=names.row if isinstance(root, Detect) and root.with_rows else None,
+        block=block,
+        window_lo=names.window_lo if block else None,
+        window_hi=names.window_hi if block else None,
     )
     if isinstance(root, Detect):
         spec = K.DetectSpec(
@@ -259,6 +264,7 @@ def _aggregate_spec(root: Aggregate, plan, names, cols, tspec, context, derived,
         output_names=tuple(k.output for k in part.keys if k.output is not None),
         shared_subkeys=shared,
         state_subkeys=specific,
+        propagate=plan.find(Windows).propagate,
     )
 
 

@@ -122,12 +122,20 @@ def kernel_table(plan, phys, events: list[dict]) -> pa.Table:
             k_hi, k_lo = _floor_div(t, s), _floor_div(t - w, s) + 1
         else:
             k_hi, k_lo = math.floor(t / s), math.floor((t - w) / s) + 1
+        block = spec.columns.block
+        if block:  # blocks of windows, as the Spark compiler assigns them
+            row[spec.columns.window_lo], row[spec.columns.window_hi] = k_lo, k_hi
+            for b in range(_floor_div(k_lo, block), _floor_div(k_hi, block) + 1):
+                rows.append({**row, n.window: b})
+            continue
         for k in range(k_lo, k_hi + 1) if w != s else [k_hi]:
             rows.append({**row, n.window: k})
     group = list(spec.columns.group)
     rows.sort(key=lambda r: (*(_key(r[g]) for g in group), r[n.time], r[n.id]))
     cols = [*group, spec.columns.time, spec.columns.id, *(m for m, _ in phys.masks)]
     cols += [name for name, _ in phys.derived] + [name for name, _ in phys.subkeys]
+    if spec.columns.block:
+        cols += [spec.columns.window_lo, spec.columns.window_hi]
     cols = list(dict.fromkeys(cols))
     return pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows], schema=_schema(cols, rows, n))
 
@@ -140,7 +148,7 @@ def _schema(cols, rows, n):
     fields = []
     for c in cols:
         values = [r.get(c) for r in rows if r.get(c) is not None]
-        if c == n.window:
+        if c in (n.window, n.window_lo, n.window_hi):
             t = pa.int64()
         elif not values:
             t = pa.bool_() if c.startswith(n.prefix + "m_") else pa.null()

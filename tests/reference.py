@@ -83,10 +83,12 @@ def _conjuncts(e):
     return [e]
 
 
-def predicate_holds(pred, binding, params) -> bool:
+def predicate_holds(pred, binding, params, adjacent=None) -> bool:
     """Does a WHERE conjunct hold on a binding (var -> event or [events])?
-    An indexed Kleene variable ranges over consecutive pairs of its events; an
-    unindexed one over each of its events."""
+    An indexed Kleene variable ranges over consecutive pairs of its events
+    that are also consecutive in the trend (`adjacent`: pairs of event
+    object ids; under a nested Kleene, a variable's events of two iterations
+    are not); an unindexed one over each of its events."""
     if isinstance(pred, A.Equivalence):
         for col in pred.columns:
             if isinstance(col, A.Name):
@@ -114,7 +116,8 @@ def predicate_holds(pred, binding, params) -> bool:
                 # c[i+1] / NEXT(c) read y; c[i] and bare c read y beside c[i-1], x beside
                 # c[i+1] or NEXT(c)
                 earlier = {"prev"} | ({"plain", "cur"} if "next" in roles else set())
-                pairs = [{role: (x if role in earlier else y) for role in roles} for x, y in zip(value, value[1:])]
+                pairs = [{role: (x if role in earlier else y) for role in roles} for x, y in zip(value, value[1:])
+                         if adjacent is None or (id(x), id(y)) in adjacent]  # fmt: skip
                 choices.append([(var, names, o) for o in pairs])
         else:
             choices.append([(var, names, {role: value for role in roles})])
@@ -225,29 +228,30 @@ def _applicable(pred, binding) -> bool:
     return all(_resolve(v, binding) in binding for v in names)
 
 
-def matches(pattern, query, seq, params, typed, window_events, outer=None):
+def matches(pattern, query, seq, params, typed, window_events, outer=None, outer_adjacent=frozenset()):
     """Bindings of `pattern` on `seq` under which every applicable predicate
     holds (jointly with `outer`, the enclosing binding) and no negated
     sub-pattern has a trend where it is forbidden."""
     if not seq or any(a["ts"] >= b["ts"] for a, b in zip(seq, seq[1:])):
         return
     preds = _conjuncts(query.where)
+    adjacent = outer_adjacent | {(id(a), id(b)) for a, b in zip(seq, seq[1:])}
     for binding in _bindings(pattern, tuple(seq), typed):
         negs = binding.pop("__neg", [])
         full = {**(outer or {}), **binding}
-        if not all(predicate_holds(p, full, params) for p in preds if _applicable(p, full)):
+        if not all(predicate_holds(p, full, params, adjacent) for p in preds if _applicable(p, full)):
             continue
-        if all(not _negated_trend(n, lo, hi, query, params, typed, window_events, full) for n, lo, hi in negs):
+        if all(not _negated_trend(n, lo, hi, query, params, typed, window_events, full, adjacent) for n, lo, hi in negs):
             yield binding
 
 
-def _negated_trend(sub, lo, hi, query, params, typed, window_events, outer) -> bool:
+def _negated_trend(sub, lo, hi, query, params, typed, window_events, outer, outer_adjacent=frozenset()) -> bool:
     """Is there a trend of `sub` strictly after `lo` and before `hi` (None: the
     window's edge), consistent with the enclosing binding?"""
     inside = [e for e in window_events if (lo is None or e["ts"] > lo["ts"]) and (hi is None or e["ts"] < hi["ts"])]
     for r in range(1, len(inside) + 1):
         for combo in itertools.combinations(inside, r):
-            for _ in matches(sub, query, combo, params, typed, window_events, outer):
+            for _ in matches(sub, query, combo, params, typed, window_events, outer, outer_adjacent):
                 return True
     return False
 

@@ -74,8 +74,8 @@ def _frame(spark, batch):
     return spark.createDataFrame(rows, COLUMNS), per_case
 
 
-def _spark_trends(df, text, params, strategy, trend_set):
-    out = cetql.compile(_with_case(text), params).run(df, id_col="id", strategy=strategy, trends=trend_set)
+def _spark_trends(df, text, params, strategy, trend_set, **options):
+    out = cetql.compile(_with_case(text), params).run(df, id_col="id", strategy=strategy, trends=trend_set, **options)
     got: dict = {}
     for r in out.collect():
         got.setdefault(r["case"], set()).add((r["window_start"], tuple(r["events"])))
@@ -134,6 +134,27 @@ SEQ_QUERIES = [
 def test_seq_patterns_equal_reference(spark, text, params, trend_set, batch):
     df, per_case = _frame(spark, batch)
     assert _spark_trends(df, text, params, "local", trend_set) == _reference(text, per_case, params, trend_set)
+
+
+# Many windows an event: blocks of windows by default, copies when asked; the
+# same trends either way, window by window, and the reference's.
+SLIDING_QUERIES = [
+    ("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 8 SLIDE 1", {}),
+    ("PATTERN SEQ(Check a, Check+ b[]) WHERE [sym] AND b[i].price >= b[i-1].price AND a.kind = 'a' WITHIN 7 SLIDE 2",
+     {}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text,params", SLIDING_QUERIES, ids=[q for q, _ in SLIDING_QUERIES])
+@settings(SETTINGS, max_examples=1)
+@given(batch=cases)
+def test_sliding_windows_blocks_equal_copies(spark, text, params, batch):
+    df, per_case = _frame(spark, batch)
+    plan = cetql.compile(_with_case(text), params).execution(df, id_col="id").plan
+    assert plan.root.child.child.sharing.choice == "blocks"
+    want = _reference(text, per_case, params, "COMPLETE")
+    assert _spark_trends(df, text, params, "local", "COMPLETE") == want
+    assert _spark_trends(df, text, params, "local", "COMPLETE", sharing="copy") == want
 
 
 # ------------------------------------------------------------------ worked examples

@@ -21,10 +21,11 @@ from reference import reference_aggregates, reference_trends
 
 import cetql
 from cetql import ast as A
-from cetql.errors import QueryError
+from cetql.errors import QueryError, UsageError
 from cetql.options import RunOptions
 from cetql.planner.kernels import greta, process
 from cetql.planner.kernels.graph import trends as kernel_trends
+from cetql.planner.logical.plan import Windows
 from cetql.planner.semantics.bind import bind
 from cetql.printer import aggregate_to_text, to_text
 
@@ -82,10 +83,16 @@ def patterns(draw, repeated_types: bool):
     return seq(0)
 
 
+# (WITHIN, SLIDE): tumbling, 2 windows an event (copied), 3 or more (blocks of windows)
+WINDOWS = [(4, 2), (6, 3), (6, 6), (9, 3), (9, 9)]
+# many windows an event, slides that do not divide the length
+SLIDING = [(8, 1), (7, 2), (5, 2), (9, 4), (3, 1)]
+
+
 @st.composite
-def queries(draw, aggregation: bool, repeated_types: bool = False):
+def queries(draw, aggregation: bool, repeated_types: bool = False, windows=WINDOWS):
     pattern = draw(patterns(repeated_types))
-    within, slide = draw(st.sampled_from([(4, 2), (6, 3), (6, 6), (9, 3), (9, 9)]))
+    within, slide = draw(st.sampled_from(windows))
     base = A.Query(pattern=pattern, within=A.Duration(within), slide=A.Duration(slide))
     try:
         bound = bind(cetql.parse(to_text(base)), {}, strict_params=False)
@@ -209,6 +216,84 @@ def test_complete_count_equals_detected_rows(data, typed):
     detected = _detected(text, events, typed, "COMPLETE")
     counted = {k: int(r["COUNT(*)"]) for k, r in _aggregates(agg, events, typed).items() if r["COUNT(*)"]}
     assert counted == {k: len(v) for k, v in detected.items() if v}, text
+
+
+# ---------------------------------------------------------------- sliding windows: copies and blocks
+
+
+@FAST
+@given(st.data(), st.booleans(), st.sampled_from(["COMPLETE", "MAXIMAL", "ALL"]), st.sampled_from(["copy", "blocks"]))
+def test_sliding_detection_equals_reference_both_sharings(data, typed, trend_set, sharing):
+    text = data.draw(queries(False, repeated_types=not typed, windows=SLIDING))
+    _compile_or_skip(text, typed=typed)
+    events = data.draw(stream(typed))
+    got = _detected(text, events, typed, trend_set, sharing=sharing)
+    assert got == _wanted(text, events, typed, trend_set, _slide(text)), (sharing, text)
+
+
+@FAST
+@given(st.data(), st.booleans(), st.sampled_from(["ALL", "COMPLETE"]))
+def test_sliding_aggregation_blocks_equal_copies(data, typed, trend_set):
+    """Every window's aggregates with blocks of windows are the copied
+    windows' (and both are the reference's)."""
+    text = data.draw(queries(True, repeated_types=not typed, windows=SLIDING))
+    if trend_set == "COMPLETE":
+        text += "\nTRENDS COMPLETE"
+    _compile_or_skip(text, typed=typed)
+    events = data.draw(stream(typed))
+    blocks = _aggregates(text, events, typed, sharing="blocks")
+    assert blocks == _aggregates(text, events, typed, sharing="copy"), text
+    _check_aggregates(text, events, typed)
+
+
+@FAST
+@given(st.data(), st.booleans())
+def test_count_propagated_over_a_block_equals_each_window(data, approx):
+    """COUNT(*) of E+ with blocks of windows is one propagation of per-window
+    counts (GRETA §4.2); each window's count is the one its own copy gives."""
+    op = data.draw(st.sampled_from(["", "=", "<", "<=", ">", ">="]))
+    within, slide = data.draw(st.sampled_from(SLIDING))
+    where = [f"s[i].x {op} s[i-1].x"] if op else []
+    if data.draw(st.booleans()):
+        where.append("[g]")
+    if data.draw(st.booleans()):
+        where.append("s.k = 'u'")
+    head = "RETURN g, COUNT(*)" if "[g]" in where else "RETURN COUNT(*)"
+    text = (f"{head} PATTERN S+ s[] {'WHERE ' + ' AND '.join(where) if where else ''}"
+            f"{' GROUP-BY g' if '[g]' in where else ''} WITHIN {within} SLIDE {slide}")  # fmt: skip
+    plan, phys = plan_for(text, options=RunOptions.of(approx=approx))
+    assert plan.find(Windows).propagate and phys.spec.propagate, text
+    events = data.draw(stream(False, max_size=12))
+    key = lambda r: (r[next(k for k in r if k.endswith("wk"))], r.get("g"))  # noqa: E731
+    blocks = {key(r): r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(approx=approx))[2]}
+    copies = {key(r): r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(approx=approx,
+                                                                                       sharing="copy"))[2]}  # fmt: skip
+    assert blocks.keys() == copies.keys(), text
+    for k, v in copies.items():
+        assert (math.isclose(blocks[k], v) if approx else blocks[k] == v), (text, k, blocks[k], v)
+
+
+def test_a_block_too_large_to_propagate_is_counted_window_by_window(monkeypatch):
+    monkeypatch.setattr(greta, "MAX_SHARED_CELLS", 1)
+    events = [{"id": i, "ts": i % 7, "x": (i * 5) % 11} for i in range(30)]
+    text = "RETURN COUNT(*) PATTERN S+ s[] WHERE s[i].x > s[i-1].x WITHIN 6 SLIDE 1"
+    small = {r["__wk"]: r["COUNT(*)"] for r in run_local(text, events)[2]}
+    monkeypatch.undo()
+    assert small == {r["__wk"]: r["COUNT(*)"] for r in run_local(text, events)[2]}
+    assert small == {r["__wk"]: r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(sharing="copy"))[2]}
+
+
+def test_blocks_are_planned_for_many_windows_only():
+    many, plan_many = plan_for("PATTERN S+ s[] WITHIN 8 SLIDE 1")
+    assert many.find(Windows).sharing.choice == "blocks" and plan_many.spec.columns.block == 8
+    two, plan_two = plan_for("PATTERN S+ s[] WITHIN 8 SLIDE 4")
+    assert two.find(Windows).sharing.choice == "copy" and plan_two.spec.columns.block == 0
+    forced, _ = plan_for("PATTERN S+ s[] WITHIN 8 SLIDE 1", options=RunOptions.of(sharing="copy"))
+    assert forced.find(Windows).sharing.choice == "copy"
+    dist, _ = plan_for("PATTERN S+ s[] WITHIN 8 SLIDE 1", options=RunOptions.of(strategy="distributed"))
+    assert dist.find(Windows).sharing.choice == "copy"
+    with pytest.raises(UsageError, match="--sharing blocks"):
+        plan_for("PATTERN S+ s[] WITHIN 8 SLIDE 1", options=RunOptions.of(strategy="distributed", sharing="blocks"))
 
 
 # ---------------------------------------------------------------- the issue's repros, derived by hand

@@ -49,3 +49,39 @@ def map_groups(
             yield from process(carry)
 
     return fn
+
+
+def window_groups(table: pa.Table, group_cols: list[str], block: int = 0, window_lo: str | None = None,
+                  window_hi: str | None = None) -> list[tuple[int, int, int, list[tuple[int, int, int]]]]:  # fmt: skip
+    """(start, end, first group value, [(start, end, window) of each window's
+    rows]) of each group of a table sorted by the group columns, then time.
+    Without blocks a group is one window (its first group column).  With
+    blocks (`block` windows each, the first group column the block's index)
+    a group holds several windows: window k's rows are those with
+    window_lo <= k <= window_hi, one slice, since both columns grow with
+    time; windows without rows are left out."""
+    import numpy as np
+
+    n = table.num_rows
+    starts = group_starts(table, group_cols)
+    ends = [*starts[1:], n]
+    first = table.column(group_cols[0]).take(pa.array(starts, type=pa.int64())).to_pylist() if starts else []
+    if not block:
+        return [(a, z, k, [(a, z, k)]) for a, z, k in zip(starts, ends, first)]
+    lo = np.asarray(table.column(window_lo).to_numpy(), dtype=np.int64)
+    hi = np.asarray(table.column(window_hi).to_numpy(), dtype=np.int64)
+    out = []
+    for start, end, b in zip(starts, ends, first):
+        glo, ghi = lo[start:end], hi[start:end]
+        ks = np.arange(max(b * block, int(glo[0])), min((b + 1) * block - 1, int(ghi[-1])) + 1, dtype=np.int64)
+        first_row = np.searchsorted(ghi, ks, "left")  # the first event whose last window is k or later
+        past_row = np.searchsorted(glo, ks, "right")  # past the last event whose first window is k or earlier
+        windows = [(start + int(i), start + int(j), int(k)) for k, i, j in zip(ks, first_row, past_row) if i < j]
+        out.append((start, end, b, windows))
+    return out
+
+
+def segments(table: pa.Table, group_cols: list[str], block: int = 0, window_lo: str | None = None,
+             window_hi: str | None = None) -> list[tuple[int, int, int]]:  # fmt: skip
+    """(start, end, window) of each window's rows (see `window_groups`)."""
+    return [w for *_, windows in window_groups(table, group_cols, block, window_lo, window_hi) for w in windows]

@@ -18,7 +18,7 @@ import pyarrow as pa
 from . import greta
 from . import spec as K
 from .aseq import count as aseq_count
-from .batches import group_starts, map_groups
+from .batches import map_groups, segments, window_groups
 from .errors import AggregateOverflow, TrendLimitExceeded, describe_group, describe_window
 from .graph import Graph, trends
 from .template import GroupTemplate, Step
@@ -75,6 +75,11 @@ def detect_fn(spec: K.DetectSpec):
     return map_groups(list(spec.columns.group), lambda table: detect_table(spec, table))
 
 
+def _segments(spec, table: pa.Table) -> list[tuple[int, int, int]]:
+    c = spec.columns
+    return segments(table, list(c.group), c.block, c.window_lo, c.window_hi)
+
+
 def _parts(spec, cols: dict, start: int, end: int) -> list[range | list[int]]:
     """Rows of each equivalence sub-partition of a group: shared keys split
     the group (a null key: in no trend); a state's key splits that state's
@@ -114,17 +119,16 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
     if n == 0:
         return
     c = spec.columns
-    starts = group_starts(table, list(c.group))
     names = set(_template_columns(spec.template)) | set(getattr(spec, "shared_subkeys", ()))
     names |= set(getattr(spec, "state_subkeys", ()))
     cols = {name: table.column(name).to_pylist() for name in names if name in table.column_names}
     times = table.column(c.time).to_pylist()
     schema = detect_schema(spec, table.schema)
-    # per trend: the row of its group's keys, its length, the row its event
-    # offsets count from (the group's first row when the part is a slice)
-    group_rows, lengths, bases, values = [], [], [], []
+    # per trend: the row of its group's keys, its window, its length, the row
+    # its event offsets count from (the group's first row when the part is a slice)
+    group_rows, windows, lengths, bases, values = [], [], [], [], []
     held = 0
-    for start, end in zip(starts, [*starts[1:], n]):
+    for start, end, wk in _segments(spec, table):
         for rows in _parts(spec, cols, start, end):
             if not rows:
                 continue
@@ -140,18 +144,19 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
             if spec.max_trends:
                 count, exact = greta.count_trends(gt, spec.template, spec.trend_set, spec.max_trends, graph)
                 if count > spec.max_trends:
-                    raise TrendLimitExceeded(_too_many(spec, table, start, count, exact))
+                    raise TrendLimitExceeded(_too_many(spec, table, start, wk, count, exact))
             for path in trends(gt, spec.trend_set, spec.template, graph):
                 group_rows.append(start)
+                windows.append(wk)
                 lengths.append(len(path))
                 bases.append(base)
                 values.extend(path if sliced else [rows[i] for i in path])
                 held += len(path)
                 if len(group_rows) >= spec.batch_rows or held >= MAX_EVENTS_PER_BATCH:
-                    yield _trend_batch(spec, table, schema, group_rows, lengths, bases, values)
-                    group_rows, lengths, bases, values, held = [], [], [], [], 0
+                    yield _trend_batch(spec, table, schema, group_rows, windows, lengths, bases, values)
+                    group_rows, windows, lengths, bases, values, held = [], [], [], [], [], 0
     if group_rows:
-        yield _trend_batch(spec, table, schema, group_rows, lengths, bases, values)
+        yield _trend_batch(spec, table, schema, group_rows, windows, lengths, bases, values)
 
 
 def group_graphs(spec: K.DetectSpec, table: pa.Table) -> Iterator[tuple[list[int], Graph]]:
@@ -161,21 +166,19 @@ def group_graphs(spec: K.DetectSpec, table: pa.Table) -> Iterator[tuple[list[int
     if n == 0:
         return
     c = spec.columns
-    starts = group_starts(table, list(c.group))
     names = set(_template_columns(spec.template)) | set(getattr(spec, "shared_subkeys", ()))
     names |= set(getattr(spec, "state_subkeys", ()))
     cols = {name: table.column(name).to_pylist() for name in names if name in table.column_names}
     times = table.column(c.time).to_pylist()
-    for start, end in zip(starts, [*starts[1:], n]):
+    for start, end, _ in _segments(spec, table):
         for rows in _parts(spec, cols, start, end):
             if rows:
                 local = {k: [v[r] for r in rows] for k, v in cols.items()}
                 yield rows, Graph(GroupTemplate(spec.template, [times[r] for r in rows], local))
 
 
-def _too_many(spec: K.DetectSpec, table, row: int, count, exact: bool) -> str:
+def _too_many(spec: K.DetectSpec, table, row: int, k: int, count, exact: bool) -> str:
     c = spec.columns
-    k = table.column(c.group[0])[row].as_py()
     keys = [table.column(g)[row].as_py() for g in c.group[1:]]
     shown = f"{count:,}" if exact else f"at most {count:,}"
     return (
@@ -185,7 +188,7 @@ def _too_many(spec: K.DetectSpec, table, row: int, count, exact: bool) -> str:
     )
 
 
-def _trend_batch(spec, table, schema, group_rows, lengths, bases, values) -> pa.RecordBatch:
+def _trend_batch(spec, table, schema, group_rows, windows, lengths, bases, values) -> pa.RecordBatch:
     import numpy as np
 
     c = spec.columns
@@ -193,7 +196,7 @@ def _trend_batch(spec, table, schema, group_rows, lengths, bases, values) -> pa.
     counts = np.asarray(lengths, dtype=np.int32)
     offsets = pa.array(np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int32))
     rows = pa.array(np.asarray(values, dtype=np.int64) + np.repeat(np.asarray(bases, dtype=np.int64), counts))
-    arrays = [table.column(g).take(starts) for g in c.group]
+    arrays = [pa.array(windows, type=schema.field(0).type), *(table.column(g).take(starts) for g in c.group[1:])]
     arrays.append(pa.ListArray.from_arrays(offsets, table.column(c.id).take(rows).combine_chunks()))
     arrays.append(pa.array(counts))
     if c.row:
@@ -231,31 +234,70 @@ def aggregate_table(spec: K.AggregateSpec, table: pa.Table) -> Iterator[pa.Recor
     n = table.num_rows
     if n == 0:
         return
-    c = spec.columns
-    starts = group_starts(table, list(c.group))
     names = set(_template_columns(spec.template)) | {t.value for t in spec.targets if t.value}
     names |= set(spec.shared_subkeys) | set(spec.state_subkeys)
     cols = {name: table.column(name).to_pylist() for name in names if name in table.column_names}
-    times = table.column(c.time).to_pylist()
-    windows = table.column(c.group[0]).to_pylist()
+    times = table.column(spec.columns.time).to_pylist()
     outputs = {k: table.column(k).to_pylist() for k in spec.output_keys}
     schema = aggregate_schema(spec, table.schema)
     out: list[list] = [[] for _ in schema]
-    for start, end in zip(starts, [*starts[1:], n]):
-        totals = None
-        for rows in _parts(spec, cols, start, end):
-            if isinstance(rows, range):  # the whole group: slices
-                local, part_times = {k: v[start:end] for k, v in cols.items()}, times[start:end]
-            else:
-                local, part_times = {k: [v[r] for r in rows] for k, v in cols.items()}, [times[r] for r in rows]
-            got = _aggregate_part(spec, part_times, local)
-            totals = got if totals is None else _combine(spec, totals, got)
-        wk = windows[start]
+
+    def emit(wk, start, totals):
         group = [outputs[k][start] for k in spec.output_keys]
         row = [wk, *group, *(_final(spec, i, v, wk, group) for i, v in enumerate(totals))]
         for i, v in enumerate(row):
             out[i].append(v)
+
+    c = spec.columns
+    for start, end, b, windows in window_groups(table, list(c.group), c.block, c.window_lo, c.window_hi):
+        shared = _propagate_block(spec, table, cols, times, start, end, b) if spec.propagate else None
+        if shared is not None:  # every window of the block in one pass
+            for w_start, _, wk in windows:
+                emit(wk, w_start, [shared[wk - b * c.block]])
+            continue
+        for w_start, w_end, wk in windows:
+            totals = None
+            for rows in _parts(spec, cols, w_start, w_end):
+                local, part_times = _local(cols, times, rows, w_start, w_end)
+                got = _aggregate_part(spec, part_times, local)
+                totals = got if totals is None else _combine(spec, totals, got)
+            emit(wk, w_start, totals)
     yield pa.RecordBatch.from_arrays([pa.array(col, type=f.type) for col, f in zip(out, schema)], schema=schema)
+
+
+def _local(cols: dict, times: list, rows, start: int, end: int) -> tuple[dict, list]:
+    """The columns and times of a part's rows (slices for a whole group)."""
+    if isinstance(rows, range):
+        return {k: v[start:end] for k, v in cols.items()}, times[start:end]
+    return {k: [v[r] for r in rows] for k, v in cols.items()}, [times[r] for r in rows]
+
+
+def _propagate_block(spec: K.AggregateSpec, table, cols: dict, times: list, start: int, end: int, b: int):
+    """COUNT(*) of E+ for every window of block `b` (rows start … end), by
+    one propagation of per-window counts (greta.kleene_count_windows), its
+    parts summed; None when a part's index would be too large (then each
+    window is evaluated on its own)."""
+    import numpy as np
+
+    c = spec.columns
+    width = c.block
+    base = b * width
+    lo = np.asarray(table.column(c.window_lo).slice(start, end - start).to_numpy(), dtype=np.int64)
+    hi = np.asarray(table.column(c.window_hi).slice(start, end - start).to_numpy(), dtype=np.int64)
+    first = (np.maximum(lo, base) - base).tolist()
+    last = (np.minimum(hi, base + width - 1) - base).tolist()
+    (tr,) = spec.template.transitions
+    total = None
+    for rows in _parts(spec, cols, start, end):
+        local, part_times = _local(cols, times, rows, start, end)
+        at = range(end - start) if isinstance(rows, range) else [r - start for r in rows]
+        step = Step(tr, local, [], part_times)
+        got = greta.kleene_count_windows(part_times, step, [first[i] for i in at], [last[i] for i in at], width,
+                                         spec.approx)  # fmt: skip
+        if got is None:
+            return None
+        total = got if total is None else total + got
+    return total
 
 
 def _aggregate_part(spec: K.AggregateSpec, times: list, cols: dict) -> list:

@@ -121,10 +121,17 @@ class Columns:
     """Column names of a kernel's input table (chosen by the plan so that they
     cannot clash with the user's columns)."""
 
-    group: tuple[str, ...]  # the window index first, then the partition keys
+    group: tuple[str, ...]  # the window index (or block index) first, then the partition keys
     time: str
     id: str
     row: str | None = None  # a struct of the input row, carried into `rows` (detection with rows)
+    # Blocks of windows (`block` > 0): the first group column is a block index
+    # b, the group holds the events of windows b*block … (b+1)*block - 1, and
+    # `window_lo`/`window_hi` give each event's first and last window.  Both
+    # grow with time, so each window's events are a slice of the group.
+    block: int = 0
+    window_lo: str | None = None
+    window_hi: str | None = None
 
 
 @dataclass(frozen=True)
@@ -180,3 +187,4 @@ class AggregateSpec:
     # Equivalence attributes that split a group into independent parts:
     shared_subkeys: tuple[str, ...] = ()  # of every event (a null value: the event is in no trend)
     state_subkeys: tuple[str, ...] = ()  # of one variable's events (null: the event belongs to every part)
+    propagate: bool = False  # blocks of windows, KLEENE_COUNT: every window of a block in one pass

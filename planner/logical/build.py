@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import reduce
 
-from cetql.options import RunOptions
+from cetql.options import RunOptions, Sharing
 
 from ..semantics import ir
 from . import rules
@@ -51,7 +51,8 @@ def _assemble(d: rules.Draft) -> Detect | Aggregate:
         for p in positions.values()
     )
     filt = Filter(scan, tuple(v for v in vertex if not v.positions), states)
-    win = Windows(filt, q.window, d.sharing)
+    blocks = d.sharing.choice == Sharing.BLOCKS.value
+    win = Windows(filt, q.window, d.sharing, q.window.copies if blocks else 0, blocks and d.propagate)
     part = Partition(win, d.keys, d.subkeys, d.partition_reason)
     if d.detection:
         return Detect(

@@ -79,7 +79,9 @@ class Filter:
 class Windows:
     child: Filter
     window: ir.Window
-    sharing: Decision
+    sharing: Decision  # "none" (tumbling), "copy" or "blocks"
+    block: int = 0  # with "blocks": windows per block (the most windows an event falls in)
+    propagate: bool = False  # with "blocks": COUNT(*) of E+ counts every window of a block in one pass
 
 
 @dataclass(frozen=True)

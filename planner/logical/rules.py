@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from cetql.errors import QuerySemanticError, UsageError
-from cetql.options import Algorithm, Completeness, Exact, Index, Kernel, RunOptions, Strategy, TrendSet
+from cetql.options import Algorithm, Completeness, Exact, Index, Kernel, RunOptions, Sharing, Strategy, TrendSet
 
 from ..semantics import ir
 from ..semantics.ir import Kind, Op
@@ -37,6 +37,7 @@ class Draft:
     numbers: Decision | None = None
     strategy: Decision | None = None
     sharing: Decision | None = None
+    propagate: bool = False  # blocks: COUNT(*) of E+ propagates every window of a block in one pass
     guard: Decision | None = None
     invalid: Decision | None = None
     cost: str = ""
@@ -329,14 +330,42 @@ def strategy(d: Draft) -> Draft:
 
 
 def windows(d: Draft) -> Draft:
-    w = d.query.window
+    """Sliding windows: copy each event into every window it falls in (one
+    kernel group per window), or into blocks of `copies` consecutive windows
+    (at most two blocks per event; the kernel evaluates each window of a
+    block on its own slice of the block's sorted events).  Either way each
+    window's result is exactly its own."""
+    w, o = d.query.window, d.options
     if w.tumbling:
-        sharing = Decision("none", "tumbling windows: each event falls in one window")
-    else:
-        sharing = Decision(
-            "copy", f"each event is copied into each of the (up to) {w.copies} windows it falls in, evaluated apart"
-        )
-    return replace(d, sharing=sharing)
+        return replace(d, sharing=Decision("none", "tumbling windows: each event falls in one window"))
+    copies = w.copies
+    copy = Decision(
+        Sharing.COPY.value, f"each event is copied into each of the (up to) {copies} windows it falls in, evaluated apart"
+    )
+    blocks = Decision(
+        Sharing.BLOCKS.value,
+        f"each event is copied into at most 2 blocks of {copies} consecutive windows, not into each of the (up to) "
+        f"{copies} windows it falls in; each window is evaluated apart, on its slice of the block",
+    )
+    distributed = d.strategy is not None and d.strategy.choice == Strategy.DISTRIBUTED.value
+    propagate = not d.detection and d.algorithm.choice == Algorithm.KLEENE_COUNT and o.kernel == Kernel.INDEX
+    if propagate:
+        blocks = replace(blocks, reason=(
+            f"each event is copied into at most 2 blocks of {copies} consecutive windows, not into each of the "
+            f"(up to) {copies} windows it falls in; COUNT(*) propagates a count per window of the block in one "
+            "pass (GRETA §4.2), each window's count its own"))  # fmt: skip
+    if o.sharing == Sharing.BLOCKS:
+        if distributed:
+            raise UsageError("--sharing blocks runs with the local strategy; the distributed strategy copies windows")
+        return replace(d, sharing=replace(blocks, reason="forced by --sharing blocks: " + blocks.reason),
+                       propagate=propagate)  # fmt: skip
+    if o.sharing == Sharing.COPY:
+        return replace(d, sharing=replace(copy, reason="forced by --sharing copy: " + copy.reason))
+    if distributed:
+        return replace(d, sharing=replace(copy, reason=copy.reason + " (the distributed strategy joins per window)"))
+    if copies <= 2:
+        return replace(d, sharing=replace(copy, reason=copy.reason + " (at most 2 copies: blocks would not save any)"))
+    return replace(d, sharing=replace(blocks, reason="default: " + blocks.reason), propagate=propagate)
 
 
 def guard(d: Draft) -> Draft:

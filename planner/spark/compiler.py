@@ -186,6 +186,12 @@ def windows(op: Windows, phys: Physical, df: DataFrame) -> DataFrame:
         k_lo = (F.floor((t - F.lit(w)) / F.lit(s)) + 1).cast("long")
     if op.sharing.choice == "none":
         return df.withColumn(n.window, k_hi)
+    if op.block:
+        # blocks of `block` windows: an event falls in at most 2 of them
+        df = df.withColumn(n.window_lo, k_lo).withColumn(n.window_hi, k_hi)
+        b_lo = _floor_div(f"`{n.window_lo}`", op.block)
+        b_hi = _floor_div(f"`{n.window_hi}`", op.block)
+        return df.withColumn(n.window, F.explode(F.sequence(b_lo, b_hi)))
     return df.withColumn(n.window, F.explode(F.sequence(k_lo, k_hi)))
 
 
@@ -213,7 +219,8 @@ def partition(op: Partition, phys: Physical, df: DataFrame) -> DataFrame:
 def _kernel_input(phys: Physical, df: DataFrame, spec, extra: list[str]) -> DataFrame:
     for name, definition in phys.derived:
         df = df.withColumn(name, column(definition))
-    cols = [*spec.columns.group, spec.columns.time, spec.columns.id, *(m for m, _ in phys.masks)]
+    c = spec.columns
+    cols = [*c.group, c.time, c.id, *(m for m, _ in phys.masks), *((c.window_lo, c.window_hi) if c.block else ())]
     cols += [name for name, _ in phys.derived] + [name for name, _ in phys.subkeys] + extra
     return df.select(*dict.fromkeys(cols))
 
