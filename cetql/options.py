@@ -37,6 +37,12 @@ class Sharing(StrEnum):
     BLOCKS = "blocks"  # events copied into (at most two) blocks of consecutive windows; each window a slice
 
 
+# Blocks of windows: COUNT(*) of E+ propagates one count per window of a
+# block while its index (distinct values × windows) stays under this many
+# cells; above, each window of the block is evaluated on its own.
+MAX_SHARED_CELLS = 1 << 22
+
+
 class Kernel(StrEnum):
     """How aggregation finds an event's predecessors."""
 

@@ -150,8 +150,9 @@ SLIDING_QUERIES = [
 @given(batch=cases)
 def test_sliding_windows_blocks_equal_copies(spark, text, params, batch):
     df, per_case = _frame(spark, batch)
-    plan = cetql.compile(_with_case(text), params).execution(df, id_col="id").plan
-    assert plan.root.child.child.sharing.choice == "blocks"
+    compiled = cetql.compile(_with_case(text), params)
+    assert compiled.execution(df, id_col="id").plan.root.child.child.sharing.choice == "blocks"
+    assert compiled.execution(df, id_col="id", sharing="copy").plan.root.child.child.sharing.choice == "copy"
     want = _reference(text, per_case, params, "COMPLETE")
     assert _spark_trends(df, text, params, "local", "COMPLETE") == want
     assert _spark_trends(df, text, params, "local", "COMPLETE", sharing="copy") == want

@@ -10,6 +10,7 @@ reference's aggregates over ALL or COMPLETE trends; and COUNT(*) over
 COMPLETE trends must equal the number of trends detection returns.
 """
 
+import dataclasses
 import math
 from decimal import Decimal
 
@@ -250,37 +251,46 @@ def test_sliding_aggregation_blocks_equal_copies(data, typed, trend_set):
 @given(st.data(), st.booleans())
 def test_count_propagated_over_a_block_equals_each_window(data, approx):
     """COUNT(*) of E+ with blocks of windows is one propagation of per-window
-    counts (GRETA §4.2); each window's count is the one its own copy gives."""
+    counts (GRETA §4.2); each window's count is the one its own copy gives —
+    with times negative or fractional, partition keys, shared sub-keys, and a
+    variable's own key (which splits per window: no propagation then)."""
     op = data.draw(st.sampled_from(["", "=", "<", "<=", ">", ">="]))
     within, slide = data.draw(st.sampled_from(SLIDING))
     where = [f"s[i].x {op} s[i-1].x"] if op else []
-    if data.draw(st.booleans()):
-        where.append("[g]")
+    key = data.draw(st.sampled_from(["", "[g]", "[k]", "[s.k]"]))
+    where += [key] if key else []
     if data.draw(st.booleans()):
         where.append("s.k = 'u'")
-    head = "RETURN g, COUNT(*)" if "[g]" in where else "RETURN COUNT(*)"
-    text = (f"{head} PATTERN S+ s[] {'WHERE ' + ' AND '.join(where) if where else ''}"
-            f"{' GROUP-BY g' if '[g]' in where else ''} WITHIN {within} SLIDE {slide}")  # fmt: skip
+    grouped = key == "[g]" and data.draw(st.booleans())
+    text = (f"RETURN {'g, ' if grouped else ''}COUNT(*) PATTERN S+ s[] {'WHERE ' + ' AND '.join(where) if where else ''}"
+            f"{' GROUP-BY g' if grouped else ''} WITHIN {within} SLIDE {slide}")  # fmt: skip
     plan, phys = plan_for(text, options=RunOptions.of(approx=approx))
-    assert plan.find(Windows).propagate and phys.spec.propagate, text
-    events = data.draw(stream(False, max_size=12))
-    key = lambda r: (r[next(k for k in r if k.endswith("wk"))], r.get("g"))  # noqa: E731
-    blocks = {key(r): r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(approx=approx))[2]}
-    copies = {key(r): r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(approx=approx,
-                                                                                       sharing="copy"))[2]}  # fmt: skip
+    assert plan.find(Windows).propagate == phys.spec.propagate == (key != "[s.k]"), text
+    shift, scale = data.draw(st.sampled_from([(0, 1), (-5, 1), (-3, 0.5)]))
+    events = [dict(e, ts=(e["ts"] + shift) * scale) for e in data.draw(stream(False, max_size=12))]
+    events = [dict(e, k=None) if e["id"] % 3 == 0 else e for e in events]  # null keys: in every part or none
+    at = lambda r: (r[next(k for k in r if k.endswith("wk"))], r.get("g"))  # noqa: E731
+    blocks = {at(r): r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(approx=approx))[2]}
+    copies = {at(r): r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(approx=approx,
+                                                                                      sharing="copy"))[2]}  # fmt: skip
     assert blocks.keys() == copies.keys(), text
     for k, v in copies.items():
         assert (math.isclose(blocks[k], v) if approx else blocks[k] == v), (text, k, blocks[k], v)
 
 
-def test_a_block_too_large_to_propagate_is_counted_window_by_window(monkeypatch):
-    monkeypatch.setattr(greta, "MAX_SHARED_CELLS", 1)
+@pytest.mark.parametrize("predicate", ["s[i].x > s[i-1].x", "s[i].x = s[i-1].x"])
+def test_a_block_too_large_to_propagate_is_counted_window_by_window(predicate):
     events = [{"id": i, "ts": i % 7, "x": (i * 5) % 11} for i in range(30)]
-    text = "RETURN COUNT(*) PATTERN S+ s[] WHERE s[i].x > s[i-1].x WITHIN 6 SLIDE 1"
-    small = {r["__wk"]: r["COUNT(*)"] for r in run_local(text, events)[2]}
-    monkeypatch.undo()
-    assert small == {r["__wk"]: r["COUNT(*)"] for r in run_local(text, events)[2]}
-    assert small == {r["__wk"]: r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(sharing="copy"))[2]}
+    text = f"RETURN COUNT(*) PATTERN S+ s[] WHERE {predicate} WITHIN 6 SLIDE 1"
+    plan, phys = plan_for(text, columns=["id", "ts", "x"])
+    table = kernel_table(plan, phys, events)
+
+    def counts(spec):
+        return {r["__wk"]: r["COUNT(*)"] for b in process.aggregate_table(spec, table) for r in b.to_pylist()}
+
+    small = dataclasses.replace(phys.spec, max_shared_cells=1)
+    assert counts(small) == counts(phys.spec)
+    assert counts(small) == {r["__wk"]: r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(sharing="copy"))[2]}
 
 
 def test_blocks_are_planned_for_many_windows_only():

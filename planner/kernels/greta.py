@@ -229,21 +229,17 @@ def kleene_count(times: Sequence, step, approx: bool = False, scan: bool = False
     return total
 
 
-# Cells (events' distinct index values × windows) above which a block is
-# evaluated window by window instead (the tree would not be small).
-MAX_SHARED_CELLS = 1 << 22
-
-
 def kleene_count_windows(times: Sequence, step, first: Sequence[int], last: Sequence[int], width: int,
-                         approx: bool = False):  # fmt: skip
+                         approx: bool = False, max_cells: int = 1 << 22):  # fmt: skip
     """`kleene_count` for every window of a block at once (GRETA §4.2: one
     count per window an event falls in): event e falls in the block's windows
     first[e] … last[e] (positions 0 … width-1), and its count is a vector
     over them — 1 + the sum of its predecessors' vectors, zero outside its
     own windows, so a predecessor counts only in the windows both share.
     One pass over the events, O(n log n) vector operations of length
-    `width`.  The totals per window position, or None when the Fenwick tree
-    would exceed MAX_SHARED_CELLS (evaluate window by window then)."""
+    `width`.  The totals per window position, or None when the index (a
+    vector per distinct value) would exceed `max_cells` (evaluate window by
+    window then)."""
     import bisect
 
     import numpy as np
@@ -266,6 +262,8 @@ def kleene_count_windows(times: Sequence, step, first: Sequence[int], last: Sequ
 
     if step.equal:
         ((lval, h),) = step.equal
+        if (len({x for x in h if x is not None}) + 1) * width > max_cells:
+            return None
         sums: dict = {}
         for i, j in runs():
             counts = []
@@ -301,7 +299,7 @@ def kleene_count_windows(times: Sequence, step, first: Sequence[int], last: Sequ
     ((lval, op, h),) = step.ranges
     keys = sorted({x for x in h if x is not None and x == x})
     size = len(keys)
-    if (size + 1) * width > MAX_SHARED_CELLS:
+    if (size + 1) * width > max_cells:
         return None
     tree = np.zeros((size + 1, width), dtype=dtype)
     prefix = op in (">", ">=")

@@ -293,7 +293,7 @@ def _propagate_block(spec: K.AggregateSpec, table, cols: dict, times: list, star
         at = range(end - start) if isinstance(rows, range) else [r - start for r in rows]
         step = Step(tr, local, [], part_times)
         got = greta.kleene_count_windows(part_times, step, [first[i] for i in at], [last[i] for i in at], width,
-                                         spec.approx)  # fmt: skip
+                                         spec.approx, spec.max_shared_cells)  # fmt: skip
         if got is None:
             return None
         total = got if total is None else total + got

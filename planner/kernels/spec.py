@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cetql.options import Algorithm, Completeness, Exact, Index, Kernel, TrendSet
+from cetql.options import MAX_SHARED_CELLS, Algorithm, Completeness, Exact, Index, Kernel, TrendSet
 
 Expr = tuple
 
@@ -188,3 +188,4 @@ class AggregateSpec:
     shared_subkeys: tuple[str, ...] = ()  # of every event (a null value: the event is in no trend)
     state_subkeys: tuple[str, ...] = ()  # of one variable's events (null: the event belongs to every part)
     propagate: bool = False  # blocks of windows, KLEENE_COUNT: every window of a block in one pass
+    max_shared_cells: int = MAX_SHARED_CELLS  # … while its index stays under this many cells

@@ -9,7 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from cetql.errors import QuerySemanticError, UsageError
-from cetql.options import Algorithm, Completeness, Exact, Index, Kernel, RunOptions, Sharing, Strategy, TrendSet
+from cetql.options import (
+    MAX_SHARED_CELLS,
+    Algorithm,
+    Completeness,
+    Exact,
+    Index,
+    Kernel,
+    RunOptions,
+    Sharing,
+    Strategy,
+    TrendSet,
+)
 
 from ..semantics import ir
 from ..semantics.ir import Kind, Op
@@ -348,24 +359,35 @@ def windows(d: Draft) -> Draft:
         f"{copies} windows it falls in; each window is evaluated apart, on its slice of the block",
     )
     distributed = d.strategy is not None and d.strategy.choice == Strategy.DISTRIBUTED.value
-    propagate = not d.detection and d.algorithm.choice == Algorithm.KLEENE_COUNT and o.kernel == Kernel.INDEX
+    # COUNT(*) of E+ counts every window of a block in one pass, unless a
+    # variable's equivalence key splits the events (its parts are per window)
+    propagate = (
+        not d.detection
+        and d.algorithm.choice == Algorithm.KLEENE_COUNT
+        and o.kernel == Kernel.INDEX
+        and not any(k.position is not None for k in d.subkeys)
+    )
     if propagate:
         blocks = replace(blocks, reason=(
             f"each event is copied into at most 2 blocks of {copies} consecutive windows, not into each of the "
             f"(up to) {copies} windows it falls in; COUNT(*) propagates a count per window of the block in one "
-            "pass (GRETA §4.2), each window's count its own"))  # fmt: skip
+            f"pass (GRETA §4.2), each window's count its own (window by window when the block's index would pass "
+            f"{MAX_SHARED_CELLS:,} cells)"))  # fmt: skip
+    in_blocks = (d.partition_reason + f"; a kernel group holds a block of {copies} windows, each window evaluated "
+                 "on its own slice")  # fmt: skip
     if o.sharing == Sharing.BLOCKS:
         if distributed:
             raise UsageError("--sharing blocks runs with the local strategy; the distributed strategy copies windows")
         return replace(d, sharing=replace(blocks, reason="forced by --sharing blocks: " + blocks.reason),
-                       propagate=propagate)  # fmt: skip
+                       propagate=propagate, partition_reason=in_blocks)  # fmt: skip
     if o.sharing == Sharing.COPY:
         return replace(d, sharing=replace(copy, reason="forced by --sharing copy: " + copy.reason))
     if distributed:
         return replace(d, sharing=replace(copy, reason=copy.reason + " (the distributed strategy joins per window)"))
     if copies <= 2:
         return replace(d, sharing=replace(copy, reason=copy.reason + " (at most 2 copies: blocks would not save any)"))
-    return replace(d, sharing=replace(blocks, reason="default: " + blocks.reason), propagate=propagate)
+    return replace(d, sharing=replace(blocks, reason="default: " + blocks.reason), propagate=propagate,
+                   partition_reason=in_blocks)  # fmt: skip
 
 
 def guard(d: Draft) -> Draft:
@@ -420,6 +442,8 @@ def cost(d: Draft) -> Draft:
             )
             text = {0: "per group: O(n) (hash lookups)", 1: "per group: O(n log n) (range index)",
                     2: "per group: O(n²) (predecessor scan)"}[worst]  # fmt: skip
+            if d.propagate:
+                text = text.replace("per group:", "per block:") + " vector operations of one entry per window"
             if d.complete is not None and d.complete.choice == Completeness.DETERMINIZED:
                 text += "; COMPLETE over sets of runs: O(steps · sets)"
     return replace(d, cost=text)
