@@ -25,6 +25,7 @@ from cetql import ast as A
 from cetql.errors import QueryError, UsageError
 from cetql.options import RunOptions
 from cetql.planner.kernels import greta, process
+from cetql.planner.kernels.errors import TrendLimitExceeded, digits
 from cetql.planner.kernels.graph import trends as kernel_trends
 from cetql.planner.logical.plan import Windows
 from cetql.planner.semantics.bind import bind
@@ -386,3 +387,25 @@ def test_guard_count_equals_detected_rows(data, typed, trend_set):
         count, exact = greta.count_trends(graph.gt, spec.template, spec.trend_set)
         found = sum(1 for _ in kernel_trends(graph.gt, spec.trend_set, spec.template))
         assert count == found if exact else count >= found, (text, count, exact, found)
+
+
+# ---------------------------------------------------------------- counts past Python's 4,300-digit limit
+
+
+def test_counts_of_any_length_are_printed_and_refused_with_their_size():
+    """2^n - 1 trends of n events at distinct times (every non-empty subset):
+    --exact string gives every digit, also past the 4,300 Python prints by
+    default; and a detection guard over a count that long names its size."""
+    n = 15_000
+    events = [{"id": i, "ts": i, "y": i} for i in range(n)]
+    _, _, out = run_local("RETURN COUNT(*) PATTERN S+ s[] WITHIN 100000", events,
+                          options=RunOptions.of(exact="string"))  # fmt: skip
+    (row,) = out
+    with_digits = row["COUNT(*)"]
+    assert len(with_digits) == 4516 and with_digits == digits(2**n - 1)
+    # each event extends to the next two (y <= y_prev + 2): Fibonacci-many paths, ~10^4,390 of them
+    text = "PATTERN S+ s[] WHERE s[i].y <= s[i-1].y + 2 WITHIN 100000"
+    plan, phys = plan_for(text, options=RunOptions.of(trends="ALL", max_trends=10), columns=["id", "ts", "y"])
+    table = kernel_table(plan, phys, [{"id": i, "ts": i, "y": i} for i in range(21_000)])
+    with pytest.raises(TrendLimitExceeded, match=r"would return \d\.\d{3}e4\d{3} \(4,\d{3} digits\) all trends"):
+        list(process.detect_table(phys.spec, table))

@@ -4,6 +4,8 @@ as it is (`cetql.failures`)."""
 
 from __future__ import annotations
 
+import sys
+
 from cetql.errors import CetqlError
 
 from .spec import Context
@@ -34,3 +36,23 @@ def describe_window(context: Context, k: int) -> str:
 def describe_group(names, values) -> str:
     pairs = [f"{n}={v!r}" for n, v in zip(names, values)]
     return "group " + ", ".join(pairs) if pairs else "the whole window"
+
+
+def digits(n: int) -> str:
+    """Every digit of an integer, however long (Python refuses to print one
+    of more than 4,300 digits unless asked; a count of trends can be)."""
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    try:
+        return str(n)
+    finally:
+        sys.set_int_max_str_digits(limit)
+
+
+def magnitude(n: int) -> str:
+    """A count for a message: with its digits grouped, or, past 30 digits,
+    its first digits and its number of digits."""
+    text = digits(abs(n))
+    if len(text) <= 30:
+        return f"{n:,}"
+    return f"{'-' if n < 0 else ''}{text[0]}.{text[1:4]}e{len(text) - 1} ({len(text):,} digits)"

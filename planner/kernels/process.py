@@ -19,7 +19,7 @@ from . import greta
 from . import spec as K
 from .aseq import count as aseq_count
 from .batches import map_groups, segments, window_groups
-from .errors import AggregateOverflow, TrendLimitExceeded, describe_group, describe_window
+from .errors import AggregateOverflow, TrendLimitExceeded, describe_group, describe_window, digits, magnitude
 from .graph import Graph, trends
 from .template import GroupTemplate, Step
 
@@ -180,7 +180,7 @@ def group_graphs(spec: K.DetectSpec, table: pa.Table) -> Iterator[tuple[list[int
 def _too_many(spec: K.DetectSpec, table, row: int, k: int, count, exact: bool) -> str:
     c = spec.columns
     keys = [table.column(g)[row].as_py() for g in c.group[1:]]
-    shown = f"{count:,}" if exact else f"at most {count:,}"
+    shown = magnitude(count) if exact else f"at most {magnitude(count)}"
     return (
         f"{describe_window(spec.context, k)}, {describe_group(spec.context.key_names, keys)} would return {shown} "
         f"{str(spec.trend_set).lower()} trends, more than --max-trends {spec.max_trends:,}; ask for an aggregation "
@@ -359,16 +359,17 @@ def _final(spec: K.AggregateSpec, k: int, value, wk, group) -> object:
     if spec.approx or isinstance(value, float):
         return float(value)
     if spec.exact == K.Exact.STRING:
-        return str(value)
+        return digits(value)
     if isinstance(value, Decimal):
         scale = int(t.kind.split(":")[1]) if t.kind.startswith("decimal:") else 0
         too_big = abs(value) >= Decimal(10) ** (38 - scale)
     else:
         too_big = abs(value) > MAX38
     if too_big:
-        digits = len(str(abs(int(value))))
+        text = digits(abs(int(value)))
         raise AggregateOverflow(
-            f"{t.name} = {str(value)[:12]}… ({digits} digits) in {describe_window(spec.context, wk)}, "
+            f"{t.name} = {'-' if value < 0 else ''}{text[:12]}… ({len(text):,} digits) in "
+            f"{describe_window(spec.context, wk)}, "
             f"{describe_group(spec.output_names, group)}, does not fit DECIMAL(38,0); ask for approximate results "
             "(APPROX / --approx) or every digit as a string (--exact string)"
         )
