@@ -50,9 +50,10 @@ def digits(n: int) -> str:
 
 
 def magnitude(n: int) -> str:
-    """A count for a message: with its digits grouped, or, past 30 digits,
-    its first digits and its number of digits."""
+    """A count for a message: exact, its digits grouped, up to the 4,300
+    digits Python prints by default; past that, its first digits and its
+    number of digits."""
     text = digits(abs(n))
-    if len(text) <= 30:
+    if len(text) <= 4300:
         return f"{n:,}"
     return f"{'-' if n < 0 else ''}{text[0]}.{text[1:4]}e{len(text) - 1} ({len(text):,} digits)"
