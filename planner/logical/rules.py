@@ -348,7 +348,10 @@ def windows(d: Draft) -> Draft:
     window's result is exactly its own."""
     w, o = d.query.window, d.options
     if w.tumbling:
-        return replace(d, sharing=Decision("none", "tumbling windows: each event falls in one window"))
+        why = "tumbling windows: each event falls in one window"
+        if o.sharing is not None:
+            why += f" (--sharing {o.sharing.value} has nothing to share)"
+        return replace(d, sharing=Decision("none", why))
     copies = w.copies
     copy = Decision(
         Sharing.COPY.value, f"each event is copied into each of the (up to) {copies} windows it falls in, evaluated apart"
@@ -373,12 +376,16 @@ def windows(d: Draft) -> Draft:
             f"(up to) {copies} windows it falls in; COUNT(*) propagates a count per window of the block in one "
             f"pass (GRETA §4.2), each window's count its own (window by window when the block's index would pass "
             f"{MAX_SHARED_CELLS:,} cells)"))  # fmt: skip
-    in_blocks = (d.partition_reason + f"; a kernel group holds a block of {copies} windows, each window evaluated "
-                 "on its own slice")  # fmt: skip
+    in_blocks = (d.partition_reason.replace("one group per window", "one group per block of windows")
+                 + f"; a kernel group holds a block of {copies} windows, each window evaluated on its own slice")  # fmt: skip
     if o.sharing == Sharing.BLOCKS:
         if distributed:
-            raise UsageError("--sharing blocks runs with the local strategy; the distributed strategy copies windows")
-        return replace(d, sharing=replace(blocks, reason="forced by --sharing blocks: " + blocks.reason),
+            raise UsageError(
+                "--sharing blocks runs with the local strategy; the distributed strategy copies windows: "
+                "drop --sharing blocks, or use --strategy local"
+            )
+        note = " (at most 2 windows an event: nothing saved)" if copies <= 2 else ""
+        return replace(d, sharing=replace(blocks, reason="forced by --sharing blocks: " + blocks.reason + note),
                        propagate=propagate, partition_reason=in_blocks)  # fmt: skip
     if o.sharing == Sharing.COPY:
         return replace(d, sharing=replace(copy, reason="forced by --sharing copy: " + copy.reason))
