@@ -148,6 +148,39 @@ def count(gt: GroupTemplate, trend_set: str = "ALL", complete: str = K.PER_STATE
 # ---------------------------------------------------------------- COUNT(*) of E+, scalar
 
 
+def _tie_runs(times: Sequence):
+    """(i, j) of each run of equal times: events of one run never precede
+    each other, so a run's counts are all taken before any is added."""
+    n, i = len(times), 0
+    while i < n:
+        j = i
+        while j < n and times[j] == times[i]:
+            j += 1
+        yield i, j
+        i = j
+
+
+def _range_positions(lval: Sequence, h: Sequence, op: str) -> tuple[int, list[int], list[int | None]]:
+    """Fenwick positions for a range predicate `next.lval OP h(prev)` over the
+    distinct (non-null, non-NaN) h values: (size, where each event's prefix
+    sum starts (0: none), where each event is added (None: nowhere))."""
+    import bisect
+
+    keys = sorted({x for x in h if x is not None and x == x})
+    size = len(keys)
+    left, right = bisect.bisect_left, bisect.bisect_right
+    strict = op in (">", "<")
+    if op in (">", ">="):  # predecessors with smaller h: a prefix
+        side = left if strict else right
+        starts = [side(keys, q) if q is not None and q == q else 0 for q in lval]
+        adds = [left(keys, x) + 1 if x is not None and x == x else None for x in h]
+    else:  # larger h: a prefix of the reversed order
+        side = right if strict else left
+        starts = [size - side(keys, q) if q is not None and q == q else 0 for q in lval]
+        adds = [size - left(keys, x) if x is not None and x == x else None for x in h]
+    return size, starts, adds
+
+
 def kleene_count(times: Sequence, step, approx: bool = False, scan: bool = False):
     """COUNT(*) of all trends of `E+` whose one step has at most one equal or
     range predicate: the propagation with plain numbers instead of vectors.
@@ -155,77 +188,48 @@ def kleene_count(times: Sequence, step, approx: bool = False, scan: bool = False
     scan=False: the ABI index (hash / Fenwick over distinct h values),
     O(n log n); scan=True: GRETA's own predecessor scan, vectorised with
     numpy, O(n²) — kept for comparison (bench/aggregate.py)."""
-    import bisect
-
     zero = 0.0 if approx else 0
     one = 1.0 if approx else 1
-    n = len(times)
     if scan:
         return _scan_count(times, step, approx)
     total = zero
     if step.equal:
         ((lval, h),) = step.equal
         sums: dict = {}
-        i = 0
-        while i < n:
-            j = i
-            while j < n and times[j] == times[i]:
-                j += 1
+        for i, j in _tie_runs(times):
             counts = [one + (sums.get(lval[e], zero) if lval[e] is not None else zero) for e in range(i, j)]
             for e, c in zip(range(i, j), counts):
                 if h[e] is not None:
                     sums[h[e]] = sums.get(h[e], zero) + c
                 total += c
-            i = j
         return total
     if not step.ranges:
         running = zero
-        i = 0
-        while i < n:
-            j = i
-            while j < n and times[j] == times[i]:
-                j += 1
+        for i, j in _tie_runs(times):
             c = one + running
             running += c * (j - i)
             total += c * (j - i)
-            i = j
         return total
     ((lval, op, h),) = step.ranges
-    keys = sorted({x for x in h if x is not None and x == x})
-    size = len(keys)
+    size, starts, adds = _range_positions(lval, h, op)
     tree = [zero] * (size + 1)
-    prefix = op in (">", ">=")
-    strict = op in (">", "<")
-    left, right = bisect.bisect_left, bisect.bisect_right
-    i = 0
-    while i < n:
-        j = i
-        while j < n and times[j] == times[i]:
-            j += 1
+    for i, j in _tie_runs(times):
         counts = []
         for e in range(i, j):
-            q = lval[e]
             acc = one
-            if q is not None and q == q:
-                if prefix:
-                    k = left(keys, q) if strict else right(keys, q)
-                else:
-                    k = size - (right(keys, q) if strict else left(keys, q))
-                while k > 0:
-                    acc += tree[k]
-                    k -= k & -k
+            k = starts[e]
+            while k > 0:
+                acc += tree[k]
+                k -= k & -k
             counts.append(acc)
         for e, c in zip(range(i, j), counts):
             total += c
-            x = h[e]
-            if x is None or x != x:
+            k = adds[e]
+            if k is None:
                 continue
-            r = left(keys, x)
-            k = r + 1 if prefix else size - r
             while k <= size:
                 tree[k] += c
                 k += k & -k
-        i = j
     return total
 
 
@@ -240,32 +244,20 @@ def kleene_count_windows(times: Sequence, step, first: Sequence[int], last: Sequ
     `width`.  The totals per window position, or None when the index (a
     vector per distinct value) would exceed `max_cells` (evaluate window by
     window then)."""
-    import bisect
-
     import numpy as np
 
     dtype = np.float64 if approx else object  # object: exact Python ints (np.zeros fills them with int 0)
-    n = len(times)
     total = np.zeros(width, dtype=dtype)
 
     def vector():
         return np.zeros(width, dtype=dtype)
-
-    def runs():
-        i = 0
-        while i < n:
-            j = i
-            while j < n and times[j] == times[i]:
-                j += 1
-            yield i, j
-            i = j
 
     if step.equal:
         ((lval, h),) = step.equal
         if (len({x for x in h if x is not None}) + 1) * width > max_cells:
             return None
         sums: dict = {}
-        for i, j in runs():
+        for i, j in _tie_runs(times):
             counts = []
             for e in range(i, j):
                 a, b = first[e], last[e] + 1
@@ -285,7 +277,7 @@ def kleene_count_windows(times: Sequence, step, first: Sequence[int], last: Sequ
         return total
     if not step.ranges:
         running = vector()
-        for i, j in runs():
+        for i, j in _tie_runs(times):
             counts = []
             for e in range(i, j):
                 a, b = first[e], last[e] + 1
@@ -297,40 +289,28 @@ def kleene_count_windows(times: Sequence, step, first: Sequence[int], last: Sequ
                 total += c
         return total
     ((lval, op, h),) = step.ranges
-    keys = sorted({x for x in h if x is not None and x == x})
-    size = len(keys)
+    size, starts, adds = _range_positions(lval, h, op)
     if (size + 1) * width > max_cells:
         return None
     tree = np.zeros((size + 1, width), dtype=dtype)
-    prefix = op in (">", ">=")
-    strict = op in (">", "<")
-    left, right = bisect.bisect_left, bisect.bisect_right
-    for i, j in runs():
+    for i, j in _tie_runs(times):
         counts = []
         for e in range(i, j):
             a, b = first[e], last[e] + 1
             acc = vector()
             acc[a:b] = 1
-            q = lval[e]
-            if q is not None and q == q:
-                if prefix:
-                    k = left(keys, q) if strict else right(keys, q)
-                else:
-                    k = size - (right(keys, q) if strict else left(keys, q))
-                nodes = []
-                while k > 0:
-                    nodes.append(k)
-                    k -= k & -k
-                if nodes:
-                    acc[a:b] += tree[nodes, a:b].sum(axis=0)
+            k, nodes = starts[e], []
+            while k > 0:
+                nodes.append(k)
+                k -= k & -k
+            if nodes:
+                acc[a:b] += tree[nodes, a:b].sum(axis=0)
             counts.append(acc)
         for e, c in zip(range(i, j), counts):
             total += c
-            x = h[e]
-            if x is None or x != x:
+            k = adds[e]
+            if k is None:
                 continue
-            r = left(keys, x)
-            k = r + 1 if prefix else size - r
             nodes = []
             while k <= size:
                 nodes.append(k)
