@@ -57,6 +57,7 @@ def run_options(args) -> RunOptions:
         "id_col": getattr(args, "id_col", None),
         "drop_invalid": getattr(args, "drop_invalid", False),
         "max_trends": getattr(args, "max_trends", None),
+        "memory_budget": getattr(args, "memory_budget", None),
         "partitions": getattr(args, "partitions", None),
     }
     return RunOptions.of(**keywords)
@@ -178,6 +179,9 @@ def _common(p, *, run: bool) -> None:
     p.add_argument("--with-rows", action="store_true", help="detection: add the events' input rows to each trend")
     p.add_argument("--max-trends", type=int, metavar="N",
                    help="detection: refuse a (window, group) with more than N trends (default 10,000,000; 0: no limit)")
+    p.add_argument("--memory-budget", metavar="SIZE",
+                   help="detection: what one group may hold beyond its events, e.g. 256m or 2g: its graph's edges "
+                        "while they fit in half, and the output batch (default: half the executor memory)")  # fmt: skip
     p.add_argument("--approx", action="store_true", help="aggregation: DOUBLE instead of exact numbers (as APPROX)")
     p.add_argument("--exact", choices=["decimal", "string"],
                    help="aggregation: exact numbers as DECIMAL(38,s) (default; larger is an error) or as text")

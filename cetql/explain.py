@@ -81,7 +81,10 @@ def plan_lines(plan: LogicalPlan) -> list[str]:
             lines = [f"trends: {node.trend_set}", f"strategy: {node.strategy}"]
             lines += _transition_lines(node.transitions, node.template)
             lines += [f"cross: {c.text} — {c.reason}" for c in node.cross]
-            lines += [f"guard: {node.guard}", f"cost: {node.cost}"]
+            lines.append(f"guard: {node.guard}")
+            if node.memory is not None:
+                lines.append(f"memory: {node.memory}")
+            lines.append(f"cost: {node.cost}")
             if node.with_rows:
                 lines.append("rows: each trend carries its events' input rows")
             op("Detect", *lines)
@@ -204,7 +207,8 @@ def plan_data(plan: LogicalPlan) -> list[dict]:
                                   "index": _decision(t.index)} for t in node.transitions],
                  "cost": node.cost}  # fmt: skip
             if isinstance(node, Detect):
-                d.update(strategy=_decision(node.strategy), guard=_decision(node.guard),
+                d.update(strategy=_decision(node.strategy), guard=_decision(node.guard), memory=_decision(node.memory),
+                         max_edges=node.max_edges, batch_events=node.batch_events,
                          cross=[c.text for c in node.cross], with_rows=node.with_rows)  # fmt: skip
             else:
                 d.update(algorithm=_decision(node.algorithm), complete=_decision(node.complete),

@@ -97,6 +97,47 @@ class Completeness(StrEnum):
 
 DEFAULT_MAX_TRENDS = 10_000_000
 
+# Memory of one detection group beyond its events (--memory-budget): half
+# for the graph's stored edges, half for the output batch being filled.
+DEFAULT_MEMORY_BUDGET = 512 << 20  # half of Spark's default executor memory (1g)
+EDGE_BYTES = 48  # one stored edge: a list slot (over-allocated) and an int object (test_kernels measures it)
+BATCH_EVENT_BYTES = 96  # one event id of an output batch: the Python lists, then the Arrow arrays
+MAX_BATCH_EVENTS = 1_000_000  # event ids in one output batch, whatever the budget
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
+               "t": 1 << 40, "tb": 1 << 40}  # fmt: skip
+
+
+def parse_size(value, what: str = "memory budget") -> int:
+    """Bytes from `512m`, `2g`, `1.5g`, `65536` (Spark's spelling: k, m, g, t;
+    binary units)."""
+    if isinstance(value, bool):
+        raise UsageError(f"{what} must be a size such as 512m or 2g, not {value!r}")
+    if isinstance(value, int):
+        size = value
+    else:
+        text = str(value).strip().lower()
+        number = text.rstrip("kmgtb")
+        unit = text[len(number):]
+        try:
+            amount = float(number)
+        except ValueError:
+            amount = math.nan
+        if unit not in _SIZE_UNITS or not math.isfinite(amount):
+            raise UsageError(f"{what} must be a size such as 512m or 2g, not {value!r}")
+        size = int(amount * _SIZE_UNITS[unit])
+    if size <= 0:
+        raise UsageError(f"{what} must be positive, not {value!r}")
+    return size
+
+
+def format_size(size: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            amount = size / scale
+            return f"{amount:.0f} {unit}" if amount == int(amount) else f"{amount:.1f} {unit}"
+    return f"{size} B"
+
 # Units of a numeric time column, in units per second.
 TIME_UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
@@ -148,6 +189,7 @@ class RunOptions:
     time_unit: str = "s"  # what one unit of a numeric time column is: s, ms, us or ns
     id_col: str | None = None
     drop_invalid: bool = False
+    memory_budget: int | None = None  # bytes a detection group may add beyond its events; None: the default
 
     @classmethod
     def of(cls, options: RunOptions | None = None, **keywords) -> RunOptions:
@@ -177,6 +219,8 @@ class RunOptions:
             given["partitions"] = _count(given["partitions"], "partitions", allow_zero=False)
         if "max_trends" in given:
             given["max_trends"] = _count(given["max_trends"], "max_trends", allow_zero=True)
+        if "memory_budget" in given:
+            given["memory_budget"] = parse_size(given["memory_budget"])
         if "time_unit" in given:
             unit = str(given["time_unit"]).strip().lower()
             if unit not in TIME_UNITS:

@@ -8,7 +8,7 @@ lazy DataFrame.  `Execution` keeps the plan that runs beside the DataFrame.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pyspark.sql import DataFrame
@@ -70,8 +70,22 @@ def execute(compiled, data, typed: dict, *, spark, params: dict, options: RunOpt
                 raise SchemaError(
                     f"id column '{options.id_col}' is not in {where} (columns: {', '.join(inp.df.columns)})"
                 )
+    known = replace(known, executor_memory=executor_memory(spark))
     plan = plan_for(compiled, params, options, known)
     return Execution(plan, inputs, spark, compiled.source)
+
+
+def executor_memory(spark) -> str | None:
+    """The memory the session's executors were given, as configured (local
+    mode: the driver's, where its executor runs); None when left to Spark's
+    default or not readable (the plan then assumes that default)."""
+    try:
+        master = spark.conf.get("spark.master", "") or ""
+        key = "spark.driver.memory" if master.startswith("local") else "spark.executor.memory"
+        value = spark.conf.get(key, None)
+    except Exception:  # noqa: BLE001 - a session that will not say: the plan assumes Spark's default
+        return None
+    return value or None
 
 
 def plan_for(compiled, params: dict, options: RunOptions, inputs: Inputs) -> LogicalPlan:

@@ -217,6 +217,8 @@ def lower(plan: LogicalPlan, columns: tuple[str, ...] = ()) -> Physical:
             trend_set=root.trends,
             context=context,
             max_trends=plan.options.max_trends,
+            max_edges=root.max_edges,
+            batch_events=root.batch_events,
         )
     else:
         spec = _aggregate_spec(root, plan, names, cols, tspec, context, derived, subkeys, part)

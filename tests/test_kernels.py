@@ -26,6 +26,7 @@ from cetql.errors import QueryError, UsageError
 from cetql.options import RunOptions
 from cetql.planner.kernels import greta, process
 from cetql.planner.kernels.errors import TrendLimitExceeded, digits
+from cetql.planner.kernels.graph import Graph
 from cetql.planner.kernels.graph import trends as kernel_trends
 from cetql.planner.logical.plan import Windows
 from cetql.planner.semantics.bind import bind
@@ -169,6 +170,53 @@ def test_detection_equals_reference(data, typed, trend_set):
     events = data.draw(stream(typed))
     got = _detected(text, events, typed, trend_set)
     assert got == _wanted(text, events, typed, trend_set, _slide(text)), text
+
+
+@FAST
+@given(st.data(), st.booleans(), st.sampled_from(["COMPLETE", "MAXIMAL", "ALL"]), st.sampled_from([1, 200, 2000]))
+def test_detection_within_a_memory_budget_equals_reference(data, typed, trend_set, budget):
+    """A budget too small for a group's edges (1 byte: none; 200 and 2,000
+    bytes: some groups) walks successors found again in the index, and
+    fills output batches of a few event ids; the trends are the same."""
+    text = data.draw(queries(False, repeated_types=not typed))
+    _compile_or_skip(text, typed=typed)
+    events = data.draw(stream(typed, max_size=9))
+    got = _detected(text, events, typed, trend_set, memory_budget=budget)
+    assert got == _wanted(text, events, typed, trend_set, _slide(text)), text
+
+
+def test_a_budget_keeps_the_graph_out_of_memory():
+    """The graph of a dense group: stored, its edges cost what EDGE_BYTES
+    says; over the budget, it costs O(n) whatever the edges, and walks the
+    same successors."""
+    import tracemalloc
+
+    from cetql.options import EDGE_BYTES
+    from cetql.planner.kernels.graph import Graph
+
+    text = "PATTERN SEQ(A a, B+ b[])\nWHERE b[i].x >= b[i-1].x\nWITHIN 2000"
+    events = [{"ts": i, "__type": "A" if i % 50 == 0 else "B", "x": i % 7, "g": "g", "k": "u", "id": i}
+              for i in range(1500)]
+    plan, phys = plan_for(text, typed=True, types=["A", "B"], options=RunOptions.of(max_trends=0),
+                          columns=sorted(events[0]))  # fmt: skip
+    ((_, graph),) = process.group_graphs(phys.spec, kernel_table(plan, phys, events))
+    gt = graph.gt
+
+    def measured(**kw):
+        tracemalloc.start()
+        g = Graph(gt, **kw)
+        size = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        return g, size
+
+    stored, stored_size = measured()
+    lazy, lazy_size = measured(max_edges=stored.edges - 1)
+    assert stored.stored and not lazy.stored
+    assert stored.edges > 500_000
+    assert stored_size / stored.edges <= EDGE_BYTES  # the figure the budget is planned with
+    assert lazy_size < stored_size / 50
+    for v in range(0, len(stored.succ), 97):
+        assert list(lazy.succ[v]) == stored.succ[v]
 
 
 # ---------------------------------------------------------------- aggregation
@@ -387,6 +435,8 @@ def test_guard_count_equals_detected_rows(data, typed, trend_set):
         count, exact = greta.count_trends(graph.gt, spec.template, spec.trend_set)
         found = sum(1 for _ in kernel_trends(graph.gt, spec.trend_set, spec.template))
         assert count == found if exact else count >= found, (text, count, exact, found)
+        lazy = Graph(graph.gt, max_edges=0)  # no stored edge: counted from the index
+        assert greta.count_trends(graph.gt, spec.template, spec.trend_set, graph=lazy) == (count, exact), text
 
 
 # ---------------------------------------------------------------- counts past Python's 4,300-digit limit

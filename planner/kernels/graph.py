@@ -38,19 +38,27 @@ iterative (no recursion limit) and yields trends as it finds them.
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections.abc import Iterator
 from itertools import product
 
 from . import spec as K
 from .expr import Row, compile_expr
-from .index import later_in_range
+from .index import count_in_range, later_in_range
 from .template import GroupTemplate
 
 
 class Graph:
-    """The run graph of one group; node ids are `event * S + state index`."""
+    """The run graph of one group; node ids are `event * S + state index`.
 
-    def __init__(self, gt: GroupTemplate):
+    With `max_edges`, a graph whose edges would be more than that many keeps
+    none: each node's successors are recomputed from the index whenever the
+    walk asks (`stored` is False), so the graph takes O(n) memory however
+    dense the group is, and the walk pays the index lookups again at each
+    visit — CET's memory-optimal end (M-CET), where the stored graph is the
+    CPU-optimal one."""
+
+    def __init__(self, gt: GroupTemplate, max_edges: int | None = None):
         self.gt = gt
         times = gt.times
         n, names = gt.n, gt.names
@@ -78,62 +86,26 @@ class Graph:
                 for e in self.elig[qi]:
                     if ok(e):
                         self.end[e * S + qi] = 1
+        steps = [_Step(self, st) for st in gt.steps]
+        steps = [st for st in steps if st.live]
+        self.edges = sum(st.candidates() for st in steps)  # at least the edges (an upper bound if filtered)
+        self.stored = max_edges is None or self.edges <= max_edges
+        self._sets: dict[int, set] = {}
+        if not self.stored:
+            self.succ = _Successors(self, steps)
+            return
         self.succ: list[list[int]] = [[] for _ in range(n * S)]
         by_source: dict[int, int] = {}
-        for st in gt.steps:
-            self._add_step(st)
-            by_source[self.index_of[st.source]] = by_source.get(self.index_of[st.source], 0) + 1
+        for st in steps:
+            st.store(self.succ)
+            by_source[st.p] = by_source.get(st.p, 0) + 1
         for qi, count in by_source.items():
             if count > 1:  # several transitions from one state: keep each list in event order
                 for e in self.elig[qi]:
                     self.succ[e * S + qi].sort()
-        self._sets: dict[int, set] = {}
 
-    def _add_step(self, st) -> None:
-        S, p, q = self.S, self.index_of[st.source], self.index_of[st.target]
-        sources, targets = self.elig[p], self.elig[q]
-        if not sources or not targets:
-            return
-        first_later, succ = self.first_later, self.succ
-        rest = len(st.equal) + len(st.ranges) + len(st.others) + len(st.between)
-        if st.index == K.HASH and st.equal:
-            lv, h = st.equal[0]
-            skip = ("equal", 0)
-            buckets: dict = {}
-            for f in targets:
-                v = lv[f]
-                if v is not None and v == v:  # usable(v), inlined: this loop is the hot one
-                    buckets.setdefault(v, []).append(f)
-            found = {}
-            for e in sources:
-                hv = h[e]
-                if hv is None or hv != hv:
-                    continue
-                bucket = buckets.get(hv)
-                if bucket:
-                    i = bisect.bisect_left(bucket, first_later[e])
-                    if i < len(bucket):
-                        found[e] = bucket[i:]
-        elif st.index == K.RANGE and st.ranges:
-            lv, op, h = st.ranges[0]
-            skip = ("range", 0)
-            found = later_in_range(self.times, sources, targets, lv, op, h)
-        else:
-            skip = None
-            found = {}
-            for e in sources:
-                i = bisect.bisect_left(targets, first_later[e])
-                if i < len(targets):
-                    found[e] = targets[i:]
-            rest += 1
-        exact = rest <= 1  # the index predicate was the only one
-        holds = st.holds
-        for e, cands in found.items():
-            out = succ[e * S + p]
-            if exact:
-                out.extend(f * S + q for f in cands)
-            else:
-                out.extend(f * S + q for f in cands if holds(e, f, skip))
+    def has_succ(self, v: int) -> bool:
+        return next(iter(self.succ[v]), None) is not None
 
     def paths(self) -> int:
         """Start-to-end paths: the number of ALL trends when every event
@@ -155,7 +127,9 @@ class Graph:
     def succ_set(self, v: int) -> set:
         s = self._sets.get(v)
         if s is None:
-            s = self._sets[v] = set(self.succ[v])
+            s = set(self.succ[v])
+            if self.stored:  # a graph that stores no edges keeps no sets of them either
+                self._sets[v] = s
         return s
 
     def coreach(self, emit: bytearray) -> bytearray:
@@ -171,7 +145,137 @@ class Graph:
         """Does every node without a successor emit?  Then every node reaches
         one that emits (the graph is finite and acyclic): no pruning to do."""
         node, succ = self.node, self.succ
-        return all(emit[v] for v in range(len(succ)) if node[v] and not succ[v])
+        return all(self.has_succ(v) for v in range(len(succ)) if node[v] and not emit[v])
+
+
+class _Step:
+    """One template transition of a group's graph: which events it leads
+    from and to, and the index that finds them (the plan's choice)."""
+
+    def __init__(self, g: Graph, st):
+        self.g, self.st = g, st
+        self.p, self.q = g.index_of[st.source], g.index_of[st.target]
+        self.sources, self.targets = g.elig[self.p], g.elig[self.q]
+        self.live = bool(self.sources and self.targets)
+        rest = len(st.equal) + len(st.ranges) + len(st.others) + len(st.between)
+        if st.index == K.HASH and st.equal:
+            self.kind, self.skip = K.HASH, ("equal", 0)
+            lv, self.h = st.equal[0]
+            self.buckets: dict = {}
+            if self.live:
+                for f in self.targets:
+                    v = lv[f]
+                    if v is not None and v == v:  # usable(v), inlined: this loop is the hot one
+                        self.buckets.setdefault(v, []).append(f)
+        elif st.index == K.RANGE and st.ranges:
+            self.kind, self.skip = K.RANGE, ("range", 0)
+            self.range = st.ranges[0]
+        else:
+            self.kind, self.skip = K.SCAN, None
+            rest += 1
+        self.exact = rest <= 1  # the index predicate was the only one
+
+    def _bucket(self, e: int):
+        hv = self.h[e]
+        if hv is None or hv != hv:
+            return None
+        return self.buckets.get(hv)
+
+    def candidates(self) -> int:
+        """How many pairs the index yields: the edges, or an upper bound on them
+        when other predicates filter; O(n log n), building none."""
+        first_later, total = self.g.first_later, 0
+        if self.kind == K.HASH:
+            for e in self.sources:
+                bucket = self._bucket(e)
+                if bucket:
+                    total += len(bucket) - bisect.bisect_left(bucket, first_later[e])
+        elif self.kind == K.RANGE:
+            lv, op, h = self.range
+            total = count_in_range(self.g.times, self.sources, self.targets, lv, op, h)
+        else:
+            m = len(self.targets)
+            for e in self.sources:
+                total += m - bisect.bisect_left(self.targets, first_later[e])
+        return total
+
+    def store(self, succ: list[list[int]]) -> None:
+        g, S, p, q = self.g, self.g.S, self.p, self.q
+        first_later = g.first_later
+        if self.kind == K.HASH:
+            found = {}
+            for e in self.sources:
+                bucket = self._bucket(e)
+                if bucket:
+                    i = bisect.bisect_left(bucket, first_later[e])
+                    if i < len(bucket):
+                        found[e] = bucket[i:]
+        elif self.kind == K.RANGE:
+            lv, op, h = self.range
+            found = later_in_range(g.times, self.sources, self.targets, lv, op, h)
+        else:
+            found = {}
+            targets = self.targets
+            for e in self.sources:
+                i = bisect.bisect_left(targets, first_later[e])
+                if i < len(targets):
+                    found[e] = targets[i:]
+        holds, skip = self.st.holds, self.skip
+        for e, cands in found.items():
+            out = succ[e * S + p]
+            if not self.exact:
+                cands = [f for f in cands if holds(e, f, skip)]
+            out.extend(cands if S == 1 else [f * S + q for f in cands])
+
+    def iter_from(self, e: int) -> Iterator[int]:
+        """The successors of node (e, p) along this step, in event order,
+        found in the index again: nothing is kept between calls."""
+        S, q, start = self.g.S, self.q, self.g.first_later[e]
+        if self.kind == K.HASH:
+            events = self._bucket(e)
+            if not events:
+                return
+            holds, skip = self.st.holds, self.skip
+        else:  # a range index keeps nothing per event: every later target, the range checked too
+            events = self.targets
+            holds, skip = self.st.holds, None
+            if self.kind == K.SCAN and self.exact:
+                holds = None
+        i = bisect.bisect_left(events, start)
+        check = holds if (holds is not None and not (self.exact and self.kind == K.HASH)) else None
+        for k in range(i, len(events)):
+            f = events[k]
+            if check is None or check(e, f, skip):
+                yield f * S + q
+
+
+class _Successors:
+    """The successor lists of a graph that stores no edges: `succ[v]` is an
+    iterator over v's successors in event order, computed on each call."""
+
+    def __init__(self, g: Graph, steps: list[_Step]):
+        self.n = len(g.node)
+        self.S = g.S
+        self.node = g.node
+        self.by_state: list[list[_Step]] = [[] for _ in range(g.S)]
+        for st in steps:
+            self.by_state[st.p].append(st)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, v: int) -> Iterator[int]:
+        e, p = divmod(v, self.S)
+        steps = self.by_state[p]
+        if not steps or not self.node[v]:
+            return iter(())
+        if len(steps) == 1:
+            return steps[0].iter_from(e)
+        return heapq.merge(*(st.iter_from(e) for st in steps))
+
+    def __iter__(self) -> Iterator[Iterator[int]]:
+        for v in range(self.n):
+            yield self[v]
 
 
 # ---------------------------------------------------------------- per-state walk
@@ -206,6 +310,8 @@ def split_free(g: Graph) -> list[list[int]]:
     with some u, v → u → w, could take one more event in between."""
     out = []
     for ws in g.succ:
+        if not g.stored:
+            ws = list(ws)  # one node's successors at a time
         if len(ws) <= 1:
             out.append(ws)
             continue

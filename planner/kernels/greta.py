@@ -356,7 +356,9 @@ def count_trends(gt: GroupTemplate, spec: K.TemplateSpec, trend_set, limit: int 
     with cross predicates by its trends without them), without building
     them.  With `limit`, stop refining once the count is known to be within."""
     # runs of the pattern, cross predicates left out: at least every trend
-    bound = graph.paths() if graph is not None else count(gt, "ALL")
+    # (from the stored graph's edges, else from the index: a graph that stores
+    # none would find every edge again)
+    bound = graph.paths() if graph is not None and graph.stored else count(gt, "ALL")
     ts = str(trend_set)
     if (limit and bound <= limit) or spec.cross:
         return bound, False

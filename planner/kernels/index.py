@@ -142,13 +142,11 @@ class Scan:
 # ---------------------------------------------------------------- detection: range to-edges
 
 
-def later_in_range(times: Sequence, sources: Sequence[int], targets: Sequence[int], lval: Sequence, op: str,
-                   h: Sequence) -> dict[int, list[int]]:  # fmt: skip
-    """For each source event e, the target events f with t_f > t_e and
-    `lval[f] OP h[e]`, in time order.  A backward sweep over time keeps the
-    later targets in a list sorted by lval, so each query is one slice of it:
-    O((n + k) log n) in all, never a scan of every later event."""
-    out: dict[int, list[int]] = {}
+def _range_sweep(times: Sequence, sources: Sequence[int], targets: Sequence[int], lval: Sequence, op: str,
+                 h: Sequence):  # fmt: skip
+    """(e, later, lo, hi) for each source event e, latest first: `later`
+    holds the targets after e sorted by lval, and [lo, hi) is the slice
+    of it where `lval OP h[e]` holds (empty slices are not yielded)."""
     later = SortedList()
     ti = len(targets) - 1
     si = len(sources) - 1
@@ -177,10 +175,27 @@ def later_in_range(times: Sequence, sources: Sequence[int], targets: Sequence[in
         except TypeError:  # values that do not compare: no match
             continue
         if lo < hi:
-            found = [f for _, f in later.islice(lo, hi)]
-            found.sort()
-            out[e] = found
+            yield e, later, lo, hi
+
+
+def later_in_range(times: Sequence, sources: Sequence[int], targets: Sequence[int], lval: Sequence, op: str,
+                   h: Sequence) -> dict[int, list[int]]:  # fmt: skip
+    """For each source event e, the target events f with t_f > t_e and
+    `lval[f] OP h[e]`, in time order.  A backward sweep over time keeps the
+    later targets in a list sorted by lval, so each query is one slice of it:
+    O((n + k) log n) in all, never a scan of every later event."""
+    out: dict[int, list[int]] = {}
+    for e, later, lo, hi in _range_sweep(times, sources, targets, lval, op, h):
+        found = [f for _, f in later.islice(lo, hi)]
+        found.sort()
+        out[e] = found
     return out
+
+
+def count_in_range(times: Sequence, sources: Sequence[int], targets: Sequence[int], lval: Sequence, op: str,
+                   h: Sequence) -> int:  # fmt: skip
+    """How many pairs `later_in_range` would list, in O(n log n), listing none."""
+    return sum(hi - lo for _, _, lo, hi in _range_sweep(times, sources, targets, lval, op, h))
 
 
 def matches(op: str, a, b) -> bool:

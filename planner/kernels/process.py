@@ -23,7 +23,6 @@ from .errors import AggregateOverflow, TrendLimitExceeded, describe_group, descr
 from .graph import Graph, trends
 from .template import GroupTemplate, Step
 
-MAX_EVENTS_PER_BATCH = 1_000_000  # event ids in one output batch, whatever the number of trends
 DEC38 = pa.decimal128(38, 0)
 MAX38 = 10**38 - 1
 
@@ -140,7 +139,7 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
                 local = {k: [v[r] for r in rows] for k, v in cols.items()}
                 group_times, base = [times[r] for r in rows], 0
             gt = GroupTemplate(spec.template, group_times, local)
-            graph = Graph(gt)  # built once: counted by the guard, then walked
+            graph = Graph(gt, spec.max_edges)  # built once (or its index only): counted by the guard, then walked
             if spec.max_trends:
                 count, exact = greta.count_trends(gt, spec.template, spec.trend_set, spec.max_trends, graph)
                 if count > spec.max_trends:
@@ -152,7 +151,7 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
                 bases.append(base)
                 values.extend(path if sliced else [rows[i] for i in path])
                 held += len(path)
-                if len(group_rows) >= spec.batch_rows or held >= MAX_EVENTS_PER_BATCH:
+                if len(group_rows) >= spec.batch_rows or held >= spec.batch_events:
                     yield _trend_batch(spec, table, schema, group_rows, windows, lengths, bases, values)
                     group_rows, windows, lengths, bases, values, held = [], [], [], [], [], 0
     if group_rows:

@@ -152,6 +152,8 @@ class DetectSpec:
     context: Context
     max_trends: int = 0  # refuse a group that would return more trends (0: no limit)
     batch_rows: int = 65536  # trends per output Arrow batch
+    batch_events: int = 1_000_000  # event ids per output Arrow batch, whatever the number of trends
+    max_edges: int | None = None  # a group's graph stores at most this many edges, else none (None: no bound)
 
 
 # Aggregation algorithms and how COMPLETE trends are aggregated (decided by the plan):

@@ -25,6 +25,7 @@ RULES = (
     rules.strategy,
     rules.windows,
     rules.guard,
+    rules.memory,
     rules.invalid,
     rules.cost,
 )
@@ -65,6 +66,9 @@ def _assemble(d: rules.Draft) -> Detect | Aggregate:
             guard=d.guard,
             with_rows=d.options.with_rows,
             cost=d.cost,
+            memory=d.memory,
+            max_edges=d.max_edges,
+            batch_events=d.batch_events,
         )
     return Aggregate(
         child=part,

@@ -39,6 +39,7 @@ class Inputs:
     schema: Schema | None = None  # their columns, merged
     time_kind: str | None = None  # "timestamp" or "numeric"
     names: tuple[str, ...] = ()  # how each input is described (path, table, DataFrame)
+    executor_memory: str | None = None  # the session's executor memory as configured (where kernels run)
 
     @property
     def known(self) -> bool:
@@ -132,6 +133,9 @@ class Detect:
     guard: Decision
     with_rows: bool
     cost: str
+    memory: Decision | None = None  # the local strategy: what one group may hold (--memory-budget)
+    max_edges: int | None = None  # a group's graph stores its edges up to this many
+    batch_events: int = 1_000_000  # event ids in one output batch
 
     @property
     def trends(self) -> TrendSet:

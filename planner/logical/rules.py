@@ -10,6 +10,10 @@ from dataclasses import dataclass, replace
 
 from cetql.errors import QuerySemanticError, UsageError
 from cetql.options import (
+    BATCH_EVENT_BYTES,
+    DEFAULT_MEMORY_BUDGET,
+    EDGE_BYTES,
+    MAX_BATCH_EVENTS,
     MAX_SHARED_CELLS,
     Algorithm,
     Completeness,
@@ -20,6 +24,8 @@ from cetql.options import (
     Sharing,
     Strategy,
     TrendSet,
+    format_size,
+    parse_size,
 )
 
 from ..semantics import ir
@@ -50,6 +56,9 @@ class Draft:
     sharing: Decision | None = None
     propagate: bool = False  # blocks: COUNT(*) of E+ propagates every window of a block in one pass
     guard: Decision | None = None
+    memory: Decision | None = None
+    max_edges: int | None = None
+    batch_events: int = MAX_BATCH_EVENTS
     invalid: Decision | None = None
     cost: str = ""
 
@@ -418,6 +427,32 @@ def guard(d: Draft) -> Draft:
             f"a (window, group) with more than {n:,} trends is refused before any is built ({how})",
         ),
     )
+
+
+def memory(d: Draft) -> Draft:
+    """What one detection group may hold beyond its events: half the budget
+    for the graph's edges (stored while they fit, else found again in the
+    index at each visit), half for the output batch being filled.  Trends
+    themselves are never held: the walk writes each as it finds it."""
+    if not d.detection or d.strategy.choice == Strategy.DISTRIBUTED.value:
+        if d.options.memory_budget is not None and d.detection:
+            raise UsageError("--memory-budget bounds the local strategy's groups; the distributed strategy keeps "
+                             "its open paths in Spark: drop --memory-budget, or use --strategy local")  # fmt: skip
+        return d
+    o = d.options
+    if o.memory_budget is not None:
+        budget, why = o.memory_budget, "--memory-budget"
+    elif d.inputs.executor_memory:
+        budget = max(1, parse_size(d.inputs.executor_memory, "executor memory") // 2)
+        why = f"default: half the executor memory ({d.inputs.executor_memory})"
+    else:
+        budget, why = DEFAULT_MEMORY_BUDGET, "default: half of Spark's default executor memory (1g)"
+    edges = budget // 2 // EDGE_BYTES
+    batch = max(1, min(MAX_BATCH_EVENTS, budget // 2 // BATCH_EVENT_BYTES))
+    text = (f"{why}; a group keeps its graph's edges up to {edges:,} (half the budget, ~{EDGE_BYTES} B each), "
+            "else none: each node's successors are found in the index again at each visit; output batches of at "
+            f"most {batch:,} event ids; trends are streamed as found, never held")  # fmt: skip
+    return replace(d, memory=Decision(format_size(budget), text), max_edges=edges, batch_events=batch)
 
 
 def invalid(d: Draft) -> Draft:
