@@ -290,7 +290,7 @@ def _dfs(starts, walk, emit: bytearray, alive: bytearray, S: int) -> Iterator[li
         path = [s]
         stack = [iter(walk[s])]
         if emit[s]:
-            yield [v // S for v in path] if S > 1 else [s]
+            yield [s]
         while stack:
             nxt = next(stack[-1], None)
             if nxt is None:
@@ -301,7 +301,7 @@ def _dfs(starts, walk, emit: bytearray, alive: bytearray, S: int) -> Iterator[li
                 continue
             path.append(nxt)
             if emit[nxt]:
-                yield [v // S for v in path] if S > 1 else path[:]
+                yield path[:]
             stack.append(iter(walk[nxt]))
 
 
@@ -332,6 +332,7 @@ def split_free(g: Graph) -> list[list[int]]:
 
 
 def per_state_walk(g: Graph, trend_set) -> Iterator[list[int]]:
+    """Trends as lists of node ids (event = node // S)."""
     S, succ, end, start = g.S, g.succ, g.end, g.start
     starts = [v for v in range(len(succ)) if start[v]]
     if str(trend_set) == "ALL":
@@ -599,10 +600,21 @@ def _insertable(g: Graph, path: list[int], history: list[set], cross) -> bool:
 
 def trends(gt: GroupTemplate, trend_set, spec: K.TemplateSpec, graph: Graph | None = None) -> Iterator[list[int]]:
     """The trends of one group, as lists of event offsets, as they are found."""
+    found, per_event = trend_nodes(gt, trend_set, spec, graph)
+    if per_event == 1:
+        return found
+    return ([v // per_event for v in path] for path in found)
+
+
+def trend_nodes(gt: GroupTemplate, trend_set, spec: K.TemplateSpec,
+                graph: Graph | None = None) -> tuple[Iterator[list[int]], int]:  # fmt: skip
+    """(the trends of one group as they are found, k): each trend a list of
+    ids whose event offsets are id // k — node ids, which the caller divides
+    in bulk, rather than one division per event here."""
     g = graph or Graph(gt)
     if not spec.cross and gt.unique_states():
-        return per_state_walk(g, trend_set)
-    return config_walk(g, trend_set, spec, gt.cols)
+        return per_state_walk(g, trend_set), g.S
+    return config_walk(g, trend_set, spec, gt.cols), 1
 
 
 # ---------------------------------------------------------------- counting over sets of runs

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import Decimal
+from itertools import chain, repeat
 
 import pyarrow as pa
 
@@ -20,7 +21,7 @@ from . import spec as K
 from .aseq import count as aseq_count
 from .batches import map_groups, segments, window_groups
 from .errors import AggregateOverflow, TrendLimitExceeded, describe_group, describe_window, digits, magnitude
-from .graph import Graph, trends
+from .graph import Graph, trend_nodes
 from .template import GroupTemplate, Step
 
 DEC38 = pa.decimal128(38, 0)
@@ -123,10 +124,13 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
     cols = {name: table.column(name).to_pylist() for name in names if name in table.column_names}
     times = table.column(c.time).to_pylist()
     schema = detect_schema(spec, table.schema)
-    # per trend: the row of its group's keys, its window, its length, the row
-    # its event offsets count from (the group's first row when the part is a slice)
-    group_rows, windows, lengths, bases, values = [], [], [], [], []
-    held = 0
+    # Trends waiting for the next batch, by part: (the group's first row,
+    # its window, the row event offsets count from, the part's rows when it is
+    # not a slice of the table, the divisor from the walk's ids to event
+    # offsets, the part's trends end to end, their lengths).
+    pending: list[tuple] = []
+    trends_held = events_held = 0
+    max_trends, max_events = spec.batch_rows, spec.batch_events
     for start, end, wk in _segments(spec, table):
         for rows in _parts(spec, cols, start, end):
             if not rows:
@@ -144,18 +148,23 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
                 count, exact = greta.count_trends(gt, spec.template, spec.trend_set, spec.max_trends, graph)
                 if count > spec.max_trends:
                     raise TrendLimitExceeded(_too_many(spec, table, start, wk, count, exact))
-            for path in trends(gt, spec.trend_set, spec.template, graph):
-                group_rows.append(start)
-                windows.append(wk)
+            walk, per_event = trend_nodes(gt, spec.trend_set, spec.template, graph)
+            part = (start, wk, base, None if sliced else rows, per_event)
+            flat: list[int] = []  # the part's trends, one after another (no list kept per trend)
+            lengths: list[int] = []
+            pending.append((*part, flat, lengths))
+            for path in walk:
+                flat += path
                 lengths.append(len(path))
-                bases.append(base)
-                values.extend(path if sliced else [rows[i] for i in path])
-                held += len(path)
-                if len(group_rows) >= spec.batch_rows or held >= spec.batch_events:
-                    yield _trend_batch(spec, table, schema, group_rows, windows, lengths, bases, values)
-                    group_rows, windows, lengths, bases, values, held = [], [], [], [], [], 0
-    if group_rows:
-        yield _trend_batch(spec, table, schema, group_rows, windows, lengths, bases, values)
+                trends_held += 1
+                events_held += len(path)
+                if trends_held >= max_trends or events_held >= max_events:
+                    yield _trend_batch(spec, table, schema, pending)
+                    flat, lengths = [], []
+                    pending = [(*part, flat, lengths)]
+                    trends_held = events_held = 0
+    if trends_held:
+        yield _trend_batch(spec, table, schema, pending)
 
 
 def group_graphs(spec: K.DetectSpec, table: pa.Table) -> Iterator[tuple[list[int], Graph]]:
@@ -187,14 +196,23 @@ def _too_many(spec: K.DetectSpec, table, row: int, k: int, count, exact: bool) -
     )
 
 
-def _trend_batch(spec, table, schema, group_rows, windows, lengths, bases, values) -> pa.RecordBatch:
+def _trend_batch(spec, table, schema, pending) -> pa.RecordBatch:
     import numpy as np
 
     c = spec.columns
-    starts = pa.array(np.asarray(group_rows, dtype=np.int64))
-    counts = np.asarray(lengths, dtype=np.int32)
+    pending = [p for p in pending if p[6]]
+    per_part = np.fromiter((len(p[6]) for p in pending), dtype=np.int64, count=len(pending))
+    starts = pa.array(np.repeat(np.fromiter((p[0] for p in pending), dtype=np.int64, count=len(pending)), per_part))
+    windows = list(chain.from_iterable(repeat(p[1], len(p[6])) for p in pending))
+    counts = np.concatenate([np.asarray(p[6], dtype=np.int32) for p in pending])
     offsets = pa.array(np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int32))
-    rows = pa.array(np.asarray(values, dtype=np.int64) + np.repeat(np.asarray(bases, dtype=np.int64), counts))
+    pieces = []
+    for _, _, base, rows, per_event, flat, _ in pending:
+        ids = np.asarray(flat, dtype=np.int64)
+        if per_event != 1:
+            ids //= per_event
+        pieces.append(np.asarray(rows, dtype=np.int64)[ids] if rows is not None else ids + base)
+    rows = pa.array(np.concatenate(pieces))
     arrays = [pa.array(windows, type=schema.field(0).type), *(table.column(g).take(starts) for g in c.group[1:])]
     arrays.append(pa.ListArray.from_arrays(offsets, table.column(c.id).take(rows).combine_chunks()))
     arrays.append(pa.array(counts))
