@@ -5,6 +5,7 @@
     cetql repl [--input …]                 an interactive shell on one warm session
     cetql gen SCENARIO --events N -o PATH  example data
     cetql draw QUERY --input … -o FILE     the relevance graph of one window
+    cetql serve [--port 15002]             a warm Spark Connect server for `run --remote`
 
 Everything that can be refused without data is refused before Spark
 starts.  Exit status: 0 ok; 2 a query, schema, parameter or usage error; 1 a
@@ -22,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, draw, gen, repl
+from . import __version__, draw, gen, repl, serve
 from .arguments import parse_inputs, parse_params, read_query
 from .errors import CetqlError, QueryError, QuerySyntaxError, UsageError
 from .explain import explain_data, explain_text, summary_text
@@ -228,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     repl.add_parser(sub)
     gen.add_parser(sub)
     draw.add_parser(sub)
+    serve.add_parser(sub)
     return parser
 
 

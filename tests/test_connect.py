@@ -1,11 +1,12 @@
 """Spark Connect: `spark.cet` on a Connect session and `cetql run --remote`
 (and SPARK_REMOTE) give the rows classic mode gives.
 
-The test starts a Spark Connect server (pyspark ships it: `spark-submit
+The server is `cetql serve` (pyspark's Connect server, `spark-submit
 --class org.apache.spark.sql.connect.service.SparkConnectServer`) on a free
-port of 127.0.0.1, in its own process group, and stops the whole group at
-the end.  The Connect client runs in subprocesses: this process already
-holds the suite's classic session.
+port of 127.0.0.1, in its own process group.  At the end it is sent SIGINT
+(Ctrl-C) and must stop with everything it started, its port closed; the
+group is then killed whatever happened.  The Connect client runs in
+subprocesses: this process already holds the suite's classic session.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from processes import SPARK_HOME, free_port, spark_env, start, stop, wait_for_port
+from processes import free_port, spark_env, start, stop, wait_for_port
 
 from cetql.cli import main
 
@@ -31,19 +34,38 @@ COUNT = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100 SLIDE 50 AGG 
 @pytest.fixture(scope="module")
 def connect_url(tmp_path_factory):
     port = free_port()
-    log = tmp_path_factory.mktemp("connect") / "server.log"
+    folder = tmp_path_factory.mktemp("connect")
+    log = folder / "serve.out"
     server = start(
-        [str(SPARK_HOME / "bin" / "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-         "--master", "local[2]", "--conf", f"spark.connect.grpc.binding.port={port}",
-         "--conf", "spark.connect.grpc.binding.address=127.0.0.1", "--conf", "spark.ui.enabled=false",
-         "--conf", "spark.sql.shuffle.partitions=2", "--driver-memory", "1g"],
-        log,
+        [sys.executable, "-m", "cetql", "serve", "--port", str(port), "--master", "local[2]", "--driver-memory", "1g",
+         "--conf", "spark.sql.shuffle.partitions=2"],
+        log, env=spark_env(CETQL_LOG_DIR=str(folder)),
     )  # fmt: skip
     try:
-        print(f"Connect server up in {wait_for_port(server, port, log, 'the Connect server'):.1f} s")
+        print(f"cetql serve up in {wait_for_port(server, port, log, 'cetql serve'):.1f} s")
         yield f"sc://127.0.0.1:{port}"
+        server.send_signal(signal.SIGINT)  # Ctrl-C: stops the server and what it started
+        assert server.wait(timeout=60) == 0, log.read_text()[-2000:]
+        assert not _listening(port)
+        assert "server stopped" in log.read_text()
     finally:
         stop(server)
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def test_serve_refuses_a_port_in_use(connect_url):
+    port = connect_url.rsplit(":", 1)[1]
+    done = subprocess.run([sys.executable, "-m", "cetql", "serve", "--port", port], capture_output=True, text=True,
+                          env=spark_env(), timeout=120)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"port {port} is in use" in done.stderr and "Traceback" not in done.stderr
 
 
 def _client_env(**extra) -> dict:

@@ -1,0 +1,151 @@
+"""`cetql serve`: a long-lived Spark Connect server that `cetql run --remote`,
+`cetql repl --remote` and `spark.cet` on a Connect session reuse, so a query
+pays for its work and not for starting Spark.
+
+    cetql serve [--port 15002] [--host 127.0.0.1] [--master local[*]] [--driver-memory 4g] [--conf K=V …]
+
+It runs pyspark's own Connect server (`spark-submit --class
+org.apache.spark.sql.connect.service.SparkConnectServer`) in the foreground,
+its Python workers on this interpreter (so they import this cetql), its log
+in the cetql log file.  Ctrl-C or SIGTERM stops it and everything it started;
+if cetql is killed, the server is killed with it (Linux).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .errors import CetqlError, UsageError
+from .session import _check_master, log_path
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("serve", help="keep a Spark Connect server running for `run --remote` and the REPL")
+    p.add_argument("--port", type=int, default=15002, help="the port to listen on (default 15002, Connect's own)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="the address to listen on (default 127.0.0.1: this machine only)")  # fmt: skip
+    p.add_argument("--master", default="local[*]", help="where the server runs queries (default local[*])")
+    p.add_argument("--driver-memory", default=os.environ.get("CETQL_DRIVER_MEMORY", "4g"),
+                   help="the server's JVM memory; with local[*] also its executor's (default 4g)")  # fmt: skip
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    p.add_argument("--verbose", action="store_true", help="let the server's log reach the terminal")
+    p.set_defaults(func=cmd_serve)
+
+
+def _spark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def _die_with_parent() -> None:  # in the child, before exec
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _listening(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host if host != "0.0.0.0" else "127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def command(args) -> list[str]:
+    """The spark-submit command line of the server."""
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port must be between 1 and 65535, not {args.port}")
+    _check_master(args.master)
+    conf = {
+        "spark.connect.grpc.binding.port": str(args.port),
+        "spark.connect.grpc.binding.address": args.host,
+        "spark.ui.enabled": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+        "spark.sql.shuffle.partitions": str(max(2, 2 * (os.cpu_count() or 2))),
+    }
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--conf {item!r} is not of the form KEY=VALUE")
+        conf[key.strip()] = value
+    cmd = [str(_spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", args.master,
+           "--driver-memory", args.driver_memory, "--name", "cetql serve"]  # fmt: skip
+    for k, v in conf.items():
+        cmd += ["--conf", f"{k}={v}"]
+    return cmd
+
+
+def cmd_serve(args) -> int:
+    cmd = command(args)
+    if _listening(args.host, args.port):
+        raise UsageError(f"port {args.port} is in use (a server already running?); choose another with --port")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_HOME": str(_spark_home())}
+    env.pop("SPARK_REMOTE", None)
+    if args.host in ("127.0.0.1", "localhost"):
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log = log_path()
+    out = None if args.verbose else open(log, "ab")  # noqa: SIM115 - closed below
+    began = time.monotonic()
+    server = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if out else None, env=env,
+                              start_new_session=True, preexec_fn=_die_with_parent)  # fmt: skip
+    stopping = {"asked": False}
+
+    def ask_stop(*_):
+        stopping["asked"] = True
+
+    previous = signal.signal(signal.SIGTERM, ask_stop)
+    url = f"sc://{'127.0.0.1' if args.host == '0.0.0.0' else args.host}:{args.port}"
+    try:
+        while not _listening(args.host, args.port):
+            if server.poll() is not None:
+                raise CetqlError(f"the Spark Connect server exited ({server.returncode}) before listening; "
+                                 f"its log is {log}")  # fmt: skip
+            if stopping["asked"]:
+                return 0
+            time.sleep(0.3)
+        print(f"serving Spark Connect on {url} ({args.master}, up in {time.monotonic() - began:.1f} s)", flush=True)
+        print(f"  cetql run QUERY --input … --remote {url}   (or SPARK_REMOTE={url})", flush=True)
+        print(f"  Ctrl-C stops it; its log is {log}", flush=True)
+        while server.poll() is None and not stopping["asked"]:
+            time.sleep(0.3)
+        if not stopping["asked"]:
+            raise CetqlError(f"the Spark Connect server stopped ({server.returncode}); its log is {log}")
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _stop(server)
+        if out is not None:
+            out.close()
+        print("server stopped", file=sys.stderr, flush=True)
+
+
+def _stop(server: subprocess.Popen) -> None:
+    """The server's whole process group: SIGTERM, then SIGKILL after 20 s."""
+    for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, None)):
+        try:
+            os.killpg(server.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            server.wait(timeout=wait)
+            if sig == signal.SIGTERM:
+                os.killpg(server.pid, signal.SIGKILL)  # what outlived the JVM (Python workers)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+        except ProcessLookupError:
+            return
