@@ -105,7 +105,8 @@ def cmd_serve(args) -> int:
     def ask_stop(*_):
         stopping["asked"] = True
 
-    previous = signal.signal(signal.SIGTERM, ask_stop)
+    # both set here: a shell's background job starts with SIGINT ignored, and Ctrl-C must still stop it
+    previous = {sig: signal.signal(sig, ask_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     url = f"sc://{'127.0.0.1' if args.host == '0.0.0.0' else args.host}:{args.port}"
     try:
         while not _listening(args.host, args.port):
@@ -126,7 +127,8 @@ def cmd_serve(args) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         _stop(server)
         if out is not None:
             out.close()
