@@ -105,6 +105,16 @@ def test_malformed_param(capsys):
     assert "--param 'ratio' is not of the form name=value" in capsys.readouterr().err
 
 
+def test_memory_budget_on_the_command_line(capsys):
+    q = str(EXAMPLES / "abi_q1_kiting.cet")
+    assert main(["compile", q, "--explain", "--memory-budget", "64m"]) == 0
+    assert "memory: 64 MiB — --memory-budget; a group keeps its graph's edges up to 699,050" in capsys.readouterr().out
+    assert main(["compile", q, "--memory-budget", "lots"]) == 2
+    assert "memory budget must be a size such as 512m or 2g, not 'lots'" in capsys.readouterr().err
+    assert main(["compile", str(EXAMPLES / "greta_q1_stock.cet"), "--memory-budget", "1g"]) == 2
+    assert "--memory-budget bounds what a detection group holds" in capsys.readouterr().err
+
+
 def test_missing_query_file(capsys):
     assert main(["compile", "no/such/file.cet"]) == 2
     assert "query file 'no/such/file.cet' does not exist" in capsys.readouterr().err

@@ -136,6 +136,23 @@ def test_seq_patterns_equal_reference(spark, text, params, trend_set, batch):
     assert _spark_trends(df, text, params, "local", trend_set) == _reference(text, per_case, params, trend_set)
 
 
+@pytest.mark.parametrize("text,params", KLEENE_QUERIES[:2] + SEQ_QUERIES[:2], ids=[q for q, _ in KLEENE_QUERIES[:2] + SEQ_QUERIES[:2]])
+@settings(SETTINGS, max_examples=1)
+@given(batch=cases)
+def test_a_memory_budget_too_small_for_any_edge_gives_the_same_trends(spark, text, params, batch):
+    """--memory-budget 1 byte: no group stores an edge and output batches hold
+    one event id; through Spark, the trends are the reference's.  The plan
+    reads the session's executor memory (local: spark.driver.memory) for
+    the default."""
+    df, per_case = _frame(spark, batch)
+    compiled = cetql.compile(_with_case(text), params)
+    memory = compiled.execution(df, id_col="id").plan.root.memory
+    assert f"half the executor memory ({spark.conf.get('spark.driver.memory')})" in memory.reason
+    assert compiled.execution(df, id_col="id", memory_budget=1).plan.root.max_edges == 0
+    want = _reference(text, per_case, params, "COMPLETE")
+    assert _spark_trends(df, text, params, "local", "COMPLETE", memory_budget=1) == want
+
+
 # Many windows an event: blocks of windows by default, copies when asked; the
 # same trends either way, window by window, and the reference's.
 SLIDING_QUERIES = [

@@ -127,6 +127,10 @@ def test_index_per_transition():
         ("PATTERN A+ WITHIN 5", {"kernel": "scan"}, "--kernel"),
         ("PATTERN A+ WITHIN 5", {"approx": True}, "--approx"),
         ("PATTERN A+ WITHIN 5", {"exact": "string"}, "--exact"),
+        ("RETURN COUNT(*) PATTERN A+ WITHIN 5", {"memory_budget": "1g"}, "--memory-budget bounds what a detection"),
+        ("PATTERN A+ WITHIN 5", {"memory_budget": "1g", "strategy": "distributed"}, "use --strategy local"),
+        ("PATTERN A+ WITHIN 5", {"memory_budget": "lots"}, "a size such as 512m"),
+        ("PATTERN A+ WITHIN 5", {"memory_budget": 0}, "must be positive"),
     ],
 )
 def test_usage_refusals_need_no_data(text, options, message):
@@ -158,6 +162,30 @@ def test_unambiguous_repeated_types_aggregate():
     plan_of("RETURN COUNT(*) PATTERN SEQ(A+ x[], B+ y[]) WITHIN 5", inputs=Inputs(typed=True))
     with pytest.raises(QuerySemanticError, match="two ways"):  # one single-type stream: A and B are one letter
         plan_of("RETURN COUNT(*) PATTERN SEQ(A+ x[], B+ y[]) WITHIN 5", inputs=Inputs(typed=False))
+
+
+@pytest.mark.parametrize(
+    "options,inputs,budget,source",
+    [
+        ({}, None, 512 << 20, "Spark's default executor memory"),
+        ({}, Inputs(executor_memory="6g"), 3 << 30, "half the executor memory (6g)"),
+        ({"memory_budget": "64m"}, Inputs(executor_memory="6g"), 64 << 20, "--memory-budget"),
+        ({"memory_budget": 1}, None, 1, "--memory-budget"),
+    ],
+)
+def test_memory_budget_is_planned_and_explained(options, inputs, budget, source):
+    """The budget comes from --memory-budget, else half the session's
+    executor memory, else half of Spark's default; half of it bounds the
+    stored edges (at the planned bytes an edge), the other half the batch."""
+    from cetql.options import BATCH_EVENT_BYTES, EDGE_BYTES, format_size
+
+    plan = plan_of("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100", inputs=inputs, **options)
+    d = plan.root
+    assert d.memory.choice == format_size(budget) and source in d.memory.reason
+    assert d.max_edges == budget // 2 // EDGE_BYTES
+    assert d.batch_events == max(1, min(1_000_000, budget // 2 // BATCH_EVENT_BYTES))
+    (op,) = [o for o in explain_data(_compiled(plan))["plan"] if o["op"] == "Detect"]
+    assert op["max_edges"] == d.max_edges and op["memory"]["choice"] == format_size(budget)
 
 
 def test_explain_json_has_numbers_as_numbers():

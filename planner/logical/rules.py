@@ -114,6 +114,9 @@ def capabilities(d: Draft) -> Draft:
             )
         if o.with_rows:
             raise UsageError("--with-rows adds each trend's events to detection output; an aggregation has no trends")
+        if o.memory_budget is not None:
+            raise UsageError("--memory-budget bounds what a detection group holds (its graph and output batch); "
+                             "an aggregation holds a few values per event and builds no trends")  # fmt: skip
         for p in q.of_kind(ir.CrossPredicate):
             raise QuerySemanticError(
                 f"'{p.text}' relates variables that are not adjacent in a trend; aggregation supports vertex, "
@@ -435,7 +438,7 @@ def memory(d: Draft) -> Draft:
     index at each visit), half for the output batch being filled.  Trends
     themselves are never held: the walk writes each as it finds it."""
     if not d.detection or d.strategy.choice == Strategy.DISTRIBUTED.value:
-        if d.options.memory_budget is not None and d.detection:
+        if d.options.memory_budget is not None:
             raise UsageError("--memory-budget bounds the local strategy's groups; the distributed strategy keeps "
                              "its open paths in Spark: drop --memory-budget, or use --strategy local")  # fmt: skip
         return d
