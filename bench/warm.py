@@ -64,12 +64,12 @@ def main() -> None:
         began = time.perf_counter()
         server = subprocess.Popen([*cetql, "serve", "--port", str(port)], stdout=subprocess.PIPE,
                                   stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)  # fmt: skip
-        first = server.stdout.readline()
-        if "serving" not in first:
-            raise SystemExit(f"cetql serve did not start: {first}{server.stdout.read()}")
-        up = time.perf_counter() - began
-        print(first.strip(), f"(seen by this script after {up:.1f} s)", flush=True)
         try:
+            first = server.stdout.readline()  # its first line: serving …, or an error (then it exits)
+            if "serving" not in first:
+                raise SystemExit(f"cetql serve did not start: {first}")
+            up = time.perf_counter() - began
+            print(first.strip(), f"(seen by this script after {up:.1f} s)", flush=True)
             for name, n in (("F", 100), ("D1", a.events)):
                 data = folder / f"{name}.parquet"
                 pq.write_table(kiting(n), data)

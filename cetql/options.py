@@ -104,21 +104,22 @@ EDGE_BYTES = 48  # one stored edge: a list slot (over-allocated) and an int obje
 BATCH_EVENT_BYTES = 96  # one event id of an output batch: the Python lists, then the Arrow arrays
 MAX_BATCH_EVENTS = 1_000_000  # event ids in one output batch, whatever the budget
 
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
-               "t": 1 << 40, "tb": 1 << 40}  # fmt: skip
+_SIZE_UNITS = {"b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
+               "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50}  # fmt: skip
 
 
-def parse_size(value, what: str = "memory budget") -> int:
-    """Bytes from `512m`, `2g`, `1.5g`, `65536` (Spark's spelling: k, m, g, t;
-    binary units)."""
+def parse_size(value, what: str = "memory budget", bare: str = "b") -> int:
+    """Bytes from `512m`, `2g`, `1.5g`, `65536` (Spark's spelling: k, m, g,
+    t, p; binary units).  A bare number is in `bare` units: bytes for
+    --memory-budget, MiB for Spark's memory settings (as Spark reads them)."""
     if isinstance(value, bool):
         raise UsageError(f"{what} must be a size such as 512m or 2g, not {value!r}")
     if isinstance(value, int):
         size = value
     else:
         text = str(value).strip().lower()
-        number = text.rstrip("kmgtb")
-        unit = text[len(number):]
+        number = text.rstrip("kmgtpb")
+        unit = text[len(number):] or bare
         try:
             amount = float(number)
         except ValueError:

@@ -8,6 +8,7 @@ lazy DataFrame.  `Execution` keeps the plan that runs beside the DataFrame.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -70,22 +71,32 @@ def execute(compiled, data, typed: dict, *, spark, params: dict, options: RunOpt
                 raise SchemaError(
                     f"id column '{options.id_col}' is not in {where} (columns: {', '.join(inp.df.columns)})"
                 )
-    known = replace(known, executor_memory=executor_memory(spark))
+    memory, slots = executor_resources(spark)
+    known = replace(known, executor_memory=memory, task_slots=slots)
     plan = plan_for(compiled, params, options, known)
     return Execution(plan, inputs, spark, compiled.source)
 
 
-def executor_memory(spark) -> str | None:
-    """The memory the session's executors were given, as configured (local
-    mode: the driver's, where its executor runs); None when left to Spark's
-    default or not readable (the plan then assumes that default)."""
+def executor_resources(spark) -> tuple[str | None, int]:
+    """(the memory the session's executors have for Python, as configured;
+    how many tasks one runs at once).  The memory is
+    spark.executor.pyspark.memory if set, else the executor's (local mode:
+    the driver's, where its executor runs); None when left to Spark's default
+    or not readable (the plan then assumes that default)."""
     try:
         master = spark.conf.get("spark.master", "") or ""
-        key = "spark.driver.memory" if master.startswith("local") else "spark.executor.memory"
-        value = spark.conf.get(key, None)
-    except Exception:  # noqa: BLE001 - a session that will not say: the plan assumes Spark's default
-        return None
-    return value or None
+        local = master.startswith("local")
+        memory = spark.conf.get("spark.executor.pyspark.memory", None) or spark.conf.get(
+            "spark.driver.memory" if local else "spark.executor.memory", None)
+        if local:
+            inside = master[master.find("[") + 1 : master.find("]")] if "[" in master else "1"
+            slots = (os.cpu_count() or 1) if inside.startswith("*") else int(inside.split(",")[0])
+        else:
+            slots = int(spark.conf.get("spark.executor.cores", "1") or 1)
+        slots //= max(1, int(spark.conf.get("spark.task.cpus", "1") or 1))
+    except Exception:  # noqa: BLE001 - a session that will not say: the plan assumes Spark's defaults
+        return None, 1
+    return memory or None, max(1, slots)
 
 
 def plan_for(compiled, params: dict, options: RunOptions, inputs: Inputs) -> LogicalPlan:

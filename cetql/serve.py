@@ -38,6 +38,8 @@ def add_parser(sub) -> None:
                    help="the server's JVM memory; with local[*] also its executor's (default 4g)")  # fmt: skip
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     p.add_argument("--verbose", action="store_true", help="let the server's log reach the terminal")
+    p.add_argument("--start-timeout", type=float, default=300, metavar="SECONDS",
+                   help="give up if the server does not listen within this long (default 300)")  # fmt: skip
     p.set_defaults(func=cmd_serve)
 
 
@@ -54,9 +56,19 @@ def _die_with_parent() -> None:  # in the child, before exec
         pass
 
 
+def _client_host(host: str) -> str:
+    """Where a client on this machine reaches a server bound to `host`."""
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
+
+
 def _listening(host: str, port: int) -> bool:
+    target = _client_host(host).strip("[]")
     try:
-        with socket.create_connection((host if host != "0.0.0.0" else "127.0.0.1", port), timeout=1):
+        with socket.create_connection((target, port), timeout=1):
             return True
     except OSError:
         return False
@@ -79,6 +91,8 @@ def command(args) -> list[str]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--conf {item!r} is not of the form KEY=VALUE")
+        if key.strip() in ("spark.connect.grpc.binding.port", "spark.connect.grpc.binding.address"):
+            raise UsageError(f"--conf {key.strip()}: use --port and --host, which this command waits on")
         conf[key.strip()] = value
     cmd = [str(_spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", args.master,
            "--driver-memory", args.driver_memory, "--name", "cetql serve"]  # fmt: skip
@@ -107,7 +121,7 @@ def cmd_serve(args) -> int:
 
     # both set here: a shell's background job starts with SIGINT ignored, and Ctrl-C must still stop it
     previous = {sig: signal.signal(sig, ask_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    url = f"sc://{'127.0.0.1' if args.host == '0.0.0.0' else args.host}:{args.port}"
+    url = f"sc://{_client_host(args.host)}:{args.port}"
     try:
         while not _listening(args.host, args.port):
             if server.poll() is not None:
@@ -115,6 +129,9 @@ def cmd_serve(args) -> int:
                                  f"its log is {log}")  # fmt: skip
             if stopping["asked"]:
                 return 0
+            if time.monotonic() - began > args.start_timeout:
+                raise CetqlError(f"the Spark Connect server did not listen on port {args.port} within "
+                                 f"{args.start_timeout:.0f} s (--start-timeout); its log is {log}")  # fmt: skip
             time.sleep(0.3)
         print(f"serving Spark Connect on {url} ({args.master}, up in {time.monotonic() - began:.1f} s)", flush=True)
         print(f"  cetql run QUERY --input … --remote {url}   (or SPARK_REMOTE={url})", flush=True)
@@ -127,9 +144,9 @@ def cmd_serve(args) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
+        _stop(server)  # with the handlers still set: a second Ctrl-C does not cut the stop short
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        _stop(server)
         if out is not None:
             out.close()
         print("server stopped", file=sys.stderr, flush=True)

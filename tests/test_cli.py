@@ -108,7 +108,8 @@ def test_malformed_param(capsys):
 def test_memory_budget_on_the_command_line(capsys):
     q = str(EXAMPLES / "abi_q1_kiting.cet")
     assert main(["compile", q, "--explain", "--memory-budget", "64m"]) == 0
-    assert "memory: 64 MiB — --memory-budget; a group keeps its graph's edges up to 699,050" in capsys.readouterr().out
+    assert "memory: 64 MiB — --memory-budget, per task; a group keeps its graph's edges up to 699,050" in (
+        capsys.readouterr().out)
     assert main(["compile", q, "--memory-budget", "lots"]) == 2
     assert "memory budget must be a size such as 512m or 2g, not 'lots'" in capsys.readouterr().err
     assert main(["compile", str(EXAMPLES / "greta_q1_stock.cet"), "--memory-budget", "1g"]) == 2

@@ -147,7 +147,7 @@ def test_a_memory_budget_too_small_for_any_edge_gives_the_same_trends(spark, tex
     df, per_case = _frame(spark, batch)
     compiled = cetql.compile(_with_case(text), params)
     memory = compiled.execution(df, id_col="id").plan.root.memory
-    assert f"half the executor memory ({spark.conf.get('spark.driver.memory')})" in memory.reason
+    assert f"half the executor memory ({spark.conf.get('spark.driver.memory')}) over its 2 task slots" in memory.reason
     assert compiled.execution(df, id_col="id", memory_budget=1).plan.root.max_edges == 0
     want = _reference(text, per_case, params, "COMPLETE")
     assert _spark_trends(df, text, params, "local", "COMPLETE", memory_budget=1) == want

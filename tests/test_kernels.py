@@ -143,10 +143,12 @@ def _compile_or_skip(text, *, typed, options=None):
 def _detected(text, events, typed, trend_set, **options):
     opts = RunOptions.of(trends=trend_set, max_trends=0, **options)
     _, _, out = run_local(text, events, typed=typed, options=opts)
-    got = {}
+    got, rows = {}, 0
     for r in out:
         got.setdefault(r[next(k for k in r if k.endswith("wk"))], set()).add(tuple(r["events"]))
         assert r["length"] == len(r["events"])
+        rows += 1
+    assert rows == sum(map(len, got.values())), "a trend returned twice"
     return got
 
 
@@ -217,6 +219,34 @@ def test_a_budget_keeps_the_graph_out_of_memory():
     assert lazy_size < stored_size / 50
     for v in range(0, len(stored.succ), 97):
         assert list(lazy.succ[v]) == stored.succ[v]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "PATTERN A+ a[] WHERE a[i].x = a[i-1].x WITHIN 99",  # hash, alone
+        "PATTERN A+ a[] WHERE a[i].x = a[i-1].x AND a[i].y > a[i-1].y WITHIN 99",  # hash, then a check
+        "PATTERN A+ a[] WHERE a[i].y <= a[i-1].y WITHIN 99",  # range
+        "PATTERN A+ a[] WHERE a[i].y != a[i-1].y WITHIN 99",  # scan, then a check
+        "PATTERN SEQ(A+ a[], B b) WHERE a[i].x = a[i-1].x WITHIN 99",  # two transitions from one state, merged
+        "PATTERN SEQ(A a, (SEQ(A+ b[], B c))+) WHERE b[i].y > b[i-1].y WITHIN 99",  # nested Kleene
+    ],
+)
+def test_successors_found_again_equal_the_stored_ones(text):
+    """Node by node, in order — and MAXIMAL's split-free successors too —
+    over nulls, NaN and ties."""
+    from cetql.planner.kernels.graph import split_free
+
+    rows = [{"ts": i // 2, "__type": "AB"[i % 3 == 2], "x": [0, 1, None, 1][i % 4],
+             "y": [2.0, float("nan"), 1.0, None, 3.0][i % 5], "id": i} for i in range(60)]  # fmt: skip
+    plan, phys = plan_for(text, typed=True, types=["A", "B"], options=RunOptions.of(max_trends=0),
+                          columns=sorted(rows[0]))  # fmt: skip
+    for _, stored in process.group_graphs(phys.spec, kernel_table(plan, phys, rows)):
+        lazy = Graph(stored.gt, max_edges=0)
+        assert stored.stored and not lazy.stored and stored.edges == lazy.edges > 0
+        assert [list(lazy.succ[v]) for v in range(len(lazy.succ))] == stored.succ
+        kept, found = split_free(stored), split_free(lazy)
+        assert [found[v] for v in range(len(found))] == kept
 
 
 # ---------------------------------------------------------------- aggregation

@@ -168,7 +168,9 @@ def test_unambiguous_repeated_types_aggregate():
     "options,inputs,budget,source",
     [
         ({}, None, 512 << 20, "Spark's default executor memory"),
-        ({}, Inputs(executor_memory="6g"), 3 << 30, "half the executor memory (6g)"),
+        ({}, Inputs(executor_memory="6g"), 3 << 30, "half the executor memory (6g), per task"),
+        ({}, Inputs(executor_memory="6g", task_slots=3), 1 << 30, "half the executor memory (6g) over its 3 task"),
+        ({}, Inputs(executor_memory="4096"), 2 << 30, "(4096)"),  # Spark reads a bare number as MiB
         ({"memory_budget": "64m"}, Inputs(executor_memory="6g"), 64 << 20, "--memory-budget"),
         ({"memory_budget": 1}, None, 1, "--memory-budget"),
     ],
@@ -186,6 +188,11 @@ def test_memory_budget_is_planned_and_explained(options, inputs, budget, source)
     assert d.batch_events == max(1, min(1_000_000, budget // 2 // BATCH_EVENT_BYTES))
     (op,) = [o for o in explain_data(_compiled(plan))["plan"] if o["op"] == "Detect"]
     assert op["max_edges"] == d.max_edges and op["memory"]["choice"] == format_size(budget)
+    # MAXIMAL keeps a set of successors per node beside the edges; --with-rows copies each event's row
+    maximal = plan_of("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100", inputs=inputs, trends="maximal",
+                      with_rows=True, **options).root  # fmt: skip
+    assert maximal.max_edges == budget // 2 // (2 * EDGE_BYTES)
+    assert maximal.batch_events == max(1, min(1_000_000, budget // 2 // (4 * BATCH_EVENT_BYTES)))
 
 
 def test_explain_json_has_numbers_as_numbers():

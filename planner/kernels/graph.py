@@ -91,6 +91,7 @@ class Graph:
         self.edges = sum(st.candidates() for st in steps)  # at least the edges (an upper bound if filtered)
         self.stored = max_edges is None or self.edges <= max_edges
         self._sets: dict[int, set] = {}
+        self._left = max_edges or 0  # node ids a graph that stores no edges may still keep
         if not self.stored:
             self.succ = _Successors(self, steps)
             return
@@ -128,9 +129,17 @@ class Graph:
         s = self._sets.get(v)
         if s is None:
             s = set(self.succ[v])
-            if self.stored:  # a graph that stores no edges keeps no sets of them either
+            if self.stored or self.keep(len(s)):  # a graph that stores no edges keeps sets within its budget
                 self._sets[v] = s
         return s
+
+    def keep(self, size: int) -> bool:
+        """May a graph that stores no edges keep `size` more node ids (sets,
+        lists derived from its edges)?  Within its edge budget, yes."""
+        if self._left < size:
+            return False
+        self._left -= size
+        return True
 
     def coreach(self, emit: bytearray) -> bytearray:
         """Nodes from which a node where `emit` holds can be reached."""
@@ -305,13 +314,14 @@ def _dfs(starts, walk, emit: bytearray, alive: bytearray, S: int) -> Iterator[li
             stack.append(iter(walk[nxt]))
 
 
-def split_free(g: Graph) -> list[list[int]]:
+def split_free(g: Graph):
     """Each node's edges to nodes no other successor leads to: a step (v, w)
-    with some u, v → u → w, could take one more event in between."""
+    with some u, v → u → w, could take one more event in between.  A graph
+    that stores no edges gets them node by node, as the walk asks."""
+    if not g.stored:
+        return _SplitFree(g)
     out = []
     for ws in g.succ:
-        if not g.stored:
-            ws = list(ws)  # one node's successors at a time
         if len(ws) <= 1:
             out.append(ws)
             continue
@@ -329,6 +339,40 @@ def split_free(g: Graph) -> list[list[int]]:
                 keep.append(w)
         out.append(keep)
     return out
+
+
+class _SplitFree:
+    """`split_free` of a graph that stores no edges: v's kept successors
+    computed when asked — one pass over them, adding what each earlier one
+    leads to into a set — and kept while the group's edge budget lasts."""
+
+    def __init__(self, g: Graph):
+        self.g = g
+        self.cache: dict[int, list[int]] = {}
+
+    def __len__(self) -> int:
+        return len(self.g.succ)
+
+    def __getitem__(self, v: int) -> list[int]:
+        kept = self.cache.get(v)
+        if kept is not None:
+            return kept
+        g = self.g
+        S, times = g.S, g.times
+        ws = list(g.succ[v])
+        kept = []
+        reach: set = set()
+        i = 0
+        for w in ws:
+            tw = times[w // S]
+            while i < len(ws) and times[ws[i] // S] < tw:  # successors strictly before w: where w may be reached from
+                reach.update(g.succ[ws[i]])
+                i += 1
+            if w not in reach:
+                kept.append(w)
+        if g.keep(len(kept)):
+            self.cache[v] = kept
+        return kept
 
 
 def per_state_walk(g: Graph, trend_set) -> Iterator[list[int]]:
@@ -435,12 +479,18 @@ def config_walk(g: Graph, trend_set, spec: K.TemplateSpec, cols: dict) -> Iterat
     ts = str(trend_set)
     cross = _Cross(g, spec, cols) if spec.cross else None
     alive = g.coreach(end)  # ignoring cross predicates: a sound pruning
+    # the start nodes that lead into each node (with cross predicates: which
+    # ones, for their bound events; without: only whether any does)
     poison_from: dict[int, list[int]] = {}
+    poisoned = bytearray(len(succ))
     if ts != "ALL":
         for v in range(len(succ)):
             if start[v]:
                 for w in succ[v]:
-                    poison_from.setdefault(w, []).append(v)
+                    if cross is None:
+                        poisoned[w] = 1
+                    else:
+                        poison_from.setdefault(w, []).append(v)
 
     def first_configs(e: int):
         configs = set()
@@ -452,11 +502,10 @@ def config_walk(g: Graph, trend_set, spec: K.TemplateSpec, cols: dict) -> Iterat
             empty = cross.empty if cross else ()
             if start[v] and (cross is None or cross.ok(empty, q, e)):
                 configs.add((START, qi, cross.bind(empty, q, e) if cross else ()))
+            if poisoned[v]:
+                configs.add((POISON, qi, ()))
             for u in poison_from.get(v, ()):
                 ep, s0 = divmod(u, S)
-                if cross is None:
-                    configs.add((POISON, qi, ()))
-                    break
                 q0 = names[s0]
                 c0 = cross.bind(empty, q0, ep)
                 if cross.ok(c0, q, e):

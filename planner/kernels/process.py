@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from itertools import chain, repeat
 
+import numpy as np
 import pyarrow as pa
 
 from . import greta
@@ -149,7 +150,7 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
                 if count > spec.max_trends:
                     raise TrendLimitExceeded(_too_many(spec, table, start, wk, count, exact))
             walk, per_event = trend_nodes(gt, spec.trend_set, spec.template, graph)
-            part = (start, wk, base, None if sliced else rows, per_event)
+            part = (start, wk, base, None if sliced else np.asarray(rows, dtype=np.int64), per_event)
             flat: list[int] = []  # the part's trends, one after another (no list kept per trend)
             lengths: list[int] = []
             pending.append((*part, flat, lengths))
@@ -163,6 +164,8 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
                     flat, lengths = [], []
                     pending = [(*part, flat, lengths)]
                     trends_held = events_held = 0
+            if not lengths:  # no trend (left): nothing of this part waits for a batch
+                pending.pop()
     if trends_held:
         yield _trend_batch(spec, table, schema, pending)
 
@@ -197,8 +200,6 @@ def _too_many(spec: K.DetectSpec, table, row: int, k: int, count, exact: bool) -
 
 
 def _trend_batch(spec, table, schema, pending) -> pa.RecordBatch:
-    import numpy as np
-
     c = spec.columns
     pending = [p for p in pending if p[6]]
     per_part = np.fromiter((len(p[6]) for p in pending), dtype=np.int64, count=len(pending))
@@ -211,7 +212,7 @@ def _trend_batch(spec, table, schema, pending) -> pa.RecordBatch:
         ids = np.asarray(flat, dtype=np.int64)
         if per_event != 1:
             ids //= per_event
-        pieces.append(np.asarray(rows, dtype=np.int64)[ids] if rows is not None else ids + base)
+        pieces.append(rows[ids] if rows is not None else ids + base)
     rows = pa.array(np.concatenate(pieces))
     arrays = [pa.array(windows, type=schema.field(0).type), *(table.column(g).take(starts) for g in c.group[1:])]
     arrays.append(pa.ListArray.from_arrays(offsets, table.column(c.id).take(rows).combine_chunks()))

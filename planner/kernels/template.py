@@ -19,10 +19,27 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 
 from . import spec as K
 from .expr import MIRROR, Row, compile_expr
 from .index import MAX, Fenwick, Hash, Monoid, Scan, Total, matches
+
+
+def _first(values: Sequence):
+    return next((v for v in values if v is not None), None)
+
+
+def _comparable(lv: Sequence, h: Sequence) -> tuple[Sequence, Sequence]:
+    """A DECIMAL column against a DOUBLE one, both as doubles, as Spark
+    compares them (and `expr.compare` does); so the index (hash, sorted
+    lists) and a check pair by pair agree.  A column holds one type."""
+    a, b = _first(lv), _first(h)
+    if isinstance(a, Decimal) and isinstance(b, float):
+        return [None if v is None else float(v) for v in lv], h
+    if isinstance(b, Decimal) and isinstance(a, float):
+        return lv, [None if v is None else float(v) for v in h]
+    return lv, h
 
 
 class Step:
@@ -32,8 +49,8 @@ class Step:
 
     def __init__(self, tr: K.Transition, cols: dict, between: list, times: Sequence):
         self.source, self.target, self.index = tr.source, tr.target, tr.index
-        self.equal = [(cols[lc], cols[hc]) for lc, hc in tr.equal]
-        self.ranges = [(cols[lc], op, cols[hc]) for lc, op, hc in tr.ranges]
+        self.equal = [_comparable(cols[lc], cols[hc]) for lc, hc in tr.equal]
+        self.ranges = [(lv, op, h) for (lc, op, hc) in tr.ranges for lv, h in [_comparable(cols[lc], cols[hc])]]
         fs = [compile_expr(e) for e in tr.others]
         self.others = [lambda i, j, f=f: f({"prev": Row(cols, i), "next": Row(cols, j)}) for f in fs]
         self.between = between  # summaries of negations between source and target

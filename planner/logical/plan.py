@@ -40,6 +40,7 @@ class Inputs:
     time_kind: str | None = None  # "timestamp" or "numeric"
     names: tuple[str, ...] = ()  # how each input is described (path, table, DataFrame)
     executor_memory: str | None = None  # the session's executor memory as configured (where kernels run)
+    task_slots: int = 1  # tasks one executor runs at once: they share that memory
 
     @property
     def known(self) -> bool:

@@ -433,28 +433,35 @@ def guard(d: Draft) -> Draft:
 
 
 def memory(d: Draft) -> Draft:
-    """What one detection group may hold beyond its events: half the budget
-    for the graph's edges (stored while they fit, else found again in the
-    index at each visit), half for the output batch being filled.  Trends
-    themselves are never held: the walk writes each as it finds it."""
+    """What one detection task may hold beyond its group's events: half the
+    budget for the graph's edges (stored while they fit, else found again at
+    each visit), half for the output batch being filled.  Trends themselves
+    are never held: the walk writes each as it finds it."""
     if not d.detection or d.strategy.choice == Strategy.DISTRIBUTED.value:
         if d.options.memory_budget is not None:
             raise UsageError("--memory-budget bounds the local strategy's groups; the distributed strategy keeps "
                              "its open paths in Spark: drop --memory-budget, or use --strategy local")  # fmt: skip
         return d
-    o = d.options
+    o, inputs = d.options, d.inputs
+    slots = max(1, inputs.task_slots)
+    per_slot = f" over its {slots} task slots" if slots > 1 else ""
     if o.memory_budget is not None:
         budget, why = o.memory_budget, "--memory-budget"
-    elif d.inputs.executor_memory:
-        budget = max(1, parse_size(d.inputs.executor_memory, "executor memory") // 2)
-        why = f"default: half the executor memory ({d.inputs.executor_memory})"
+    elif inputs.executor_memory:
+        budget = max(1, parse_size(inputs.executor_memory, "executor memory", bare="m") // 2 // slots)
+        why = f"default: half the executor memory ({inputs.executor_memory}){per_slot}"
     else:
-        budget, why = DEFAULT_MEMORY_BUDGET, "default: half of Spark's default executor memory (1g)"
-    edges = budget // 2 // EDGE_BYTES
-    batch = max(1, min(MAX_BATCH_EVENTS, budget // 2 // BATCH_EVENT_BYTES))
-    text = (f"{why}; a group keeps its graph's edges up to {edges:,} (half the budget, ~{EDGE_BYTES} B each), "
-            "else none: each node's successors are found in the index again at each visit; output batches of at "
-            f"most {batch:,} event ids; trends are streamed as found, never held")  # fmt: skip
+        budget = DEFAULT_MEMORY_BUDGET
+        why = "default: half of Spark's default executor memory (1g); `run` reads its session's"
+    maximal = d.trend_set.choice == TrendSet.MAXIMAL.value
+    edge_bytes = EDGE_BYTES * (2 if maximal else 1)  # MAXIMAL keeps a set of each node's successors too
+    event_bytes = BATCH_EVENT_BYTES * (4 if o.with_rows else 1)  # --with-rows: each event's input row too
+    edges = budget // 2 // edge_bytes
+    batch = max(1, min(MAX_BATCH_EVENTS, budget // 2 // event_bytes))
+    text = (f"{why}, per task; a group keeps its graph's edges up to {edges:,} (half the budget, ~{edge_bytes} B "
+            "each), else none: each node's successors are found again at each visit (from the hash index, or by "
+            f"checking later events); output batches of at most {batch:,} event ids; trends are streamed as found, "
+            "never held")  # fmt: skip
     return replace(d, memory=Decision(format_size(budget), text), max_edges=edges, batch_events=batch)
 
 
