@@ -153,6 +153,25 @@ def test_a_memory_budget_too_small_for_any_edge_gives_the_same_trends(spark, tex
     assert _spark_trends(df, text, params, "local", "COMPLETE", memory_budget=1) == want
 
 
+def test_decimal_against_double_compares_as_doubles_with_any_budget(spark):
+    """`p < prev.p * 0.9` with p DECIMAL: the number is a DOUBLE, so is h, and
+    0.90 < 1.00 * 0.9 is false in doubles though true exactly.  Stored edges
+    (the range index), none (each pair checked) and Spark's own comparison
+    of the same pairs agree."""
+    from decimal import Decimal
+
+    ps = ["1.00", "0.90", "0.80", "0.72", "0.71", "0.60", "0.54"]
+    df = spark.createDataFrame([(i, i, Decimal(p)) for i, p in enumerate(ps)], "id long, ts long, p decimal(5,2)")
+    q = "PATTERN S+ s[] WHERE s[i].p < s[i-1].p * 0.9 WITHIN 99"
+    runs = [sorted(tuple(r.events) for r in spark.cet(q, df, id_col="id", **kw).collect())
+            for kw in ({}, {"memory_budget": 1})]  # fmt: skip
+    assert runs[0] == runs[1]
+    pairs = {(a.id, b.id) for a, b in [(x, y) for x in df.collect() for y in df.collect()]
+             if a.ts < b.ts and spark.sql(f"SELECT CAST({b.p} AS DECIMAL(5,2)) < CAST({a.p} AS DECIMAL(5,2)) * 0.9D").first()[0]}  # fmt: skip
+    used = {(t[k], t[k + 1]) for t in runs[0] for k in range(len(t) - 1)}
+    assert used <= pairs and (0, 1) not in pairs and (1, 2) in pairs
+
+
 # Many windows an event: blocks of windows by default, copies when asked; the
 # same trends either way, window by window, and the reference's.
 SLIDING_QUERIES = [
