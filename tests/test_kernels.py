@@ -227,16 +227,22 @@ def test_a_budget_keeps_the_graph_out_of_memory():
         "PATTERN A+ a[] WHERE a[i].x = a[i-1].x WITHIN 99",  # hash, alone
         "PATTERN A+ a[] WHERE a[i].x = a[i-1].x AND a[i].y > a[i-1].y WITHIN 99",  # hash, then a check
         "PATTERN A+ a[] WHERE a[i].y <= a[i-1].y WITHIN 99",  # range
+        "PATTERN A+ a[] WHERE a[i].y > a[i-1].y AND a[i].x = a[i-1].x WITHIN 99",  # range, then a check
+        "PATTERN A+ a[] WHERE a[i].x < a[i-1].x * 2 WITHIN 99",  # range against h(prev)
         "PATTERN A+ a[] WHERE a[i].y != a[i-1].y WITHIN 99",  # scan, then a check
         "PATTERN SEQ(A+ a[], B b) WHERE a[i].x = a[i-1].x WITHIN 99",  # two transitions from one state, merged
         "PATTERN SEQ(A a, (SEQ(A+ b[], B c))+) WHERE b[i].y > b[i-1].y WITHIN 99",  # nested Kleene
     ],
 )
-def test_successors_found_again_equal_the_stored_ones(text):
+@pytest.mark.parametrize("few", [0, 3, 256])
+def test_successors_found_again_equal_the_stored_ones(text, few, monkeypatch):
     """Node by node, in order — and MAXIMAL's split-free successors too —
-    over nulls, NaN and ties."""
+    over nulls, NaN and ties; a range step by sorting the few targets in
+    range, or by checking every later one (`few` 0), or either by turns."""
+    from cetql.planner.kernels import graph as G
     from cetql.planner.kernels.graph import split_free
 
+    monkeypatch.setattr(G._Step, "FEW", few)
     rows = [{"ts": i // 2, "__type": "AB"[i % 3 == 2], "x": [0, 1, None, 1][i % 4],
              "y": [2.0, float("nan"), 1.0, None, 3.0][i % 5], "id": i} for i in range(60)]  # fmt: skip
     plan, phys = plan_for(text, typed=True, types=["A", "B"], options=RunOptions.of(max_trends=0),

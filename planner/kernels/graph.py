@@ -44,7 +44,7 @@ from itertools import product
 
 from . import spec as K
 from .expr import Row, compile_expr
-from .index import count_in_range, later_in_range
+from .index import count_in_range, later_in_range, usable
 from .template import GroupTemplate
 
 
@@ -236,6 +236,38 @@ class _Step:
                 cands = [f for f in cands if holds(e, f, skip)]
             out.extend(cands if S == 1 else [f * S + q for f in cands])
 
+    # A range step without stored edges sorts the few targets in range when
+    # they are at most this many (and fewer than the later targets); else it
+    # checks every later target.  A walk's stack holds one such list a level.
+    FEW = 256
+
+    def _in_range(self, e: int, start: int, later: int) -> list[int] | None:
+        """The targets after `start` with `lval OP h[e]`, in event order, when
+        there are at most FEW of them; None when checking later events is
+        cheaper or the values do not sort."""
+        by_value = getattr(self, "by_value", None)
+        if by_value is None:
+            lv = self.range[0]
+            try:
+                by_value = sorted((lv[f], f) for f in self.targets if usable(lv[f]))
+            except TypeError:  # values that do not sort: every later target is checked
+                by_value = ()
+            self.by_value, self.values = by_value, [v for v, _ in by_value]
+        if not by_value:  # nothing sorted: checking the later targets finds what there is
+            return None
+        hv = self.range[2][e]
+        if not usable(hv):
+            return []
+        op, values = self.range[1], self.values
+        try:
+            lo = 0 if op in ("<", "<=") else (bisect.bisect_right if op == ">" else bisect.bisect_left)(values, hv)
+            hi = len(values) if op in (">", ">=") else (bisect.bisect_left if op == "<" else bisect.bisect_right)(values, hv)
+        except TypeError:  # values that do not compare: no match, as in the index
+            return []
+        if hi - lo > min(self.FEW, later - 1):
+            return None
+        return sorted(f for _, f in by_value[lo:hi] if f >= start)
+
     def iter_from(self, e: int) -> Iterator[int]:
         """The successors of node (e, p) along this step, in event order,
         found in the index again: nothing is kept between calls."""
@@ -245,11 +277,19 @@ class _Step:
             if not events:
                 return
             holds, skip = self.st.holds, self.skip
-        else:  # a range index keeps nothing per event: every later target, the range checked too
+        else:
             events = self.targets
             holds, skip = self.st.holds, None
             if self.kind == K.SCAN and self.exact:
                 holds = None
+            elif self.kind == K.RANGE:
+                i = bisect.bisect_left(events, start)
+                few = self._in_range(e, start, len(events) - i)
+                if few is not None:  # the range holds for these: the other predicates are checked
+                    for f in few:
+                        if self.exact or holds(e, f, self.skip):
+                            yield f * S + q
+                    return
         i = bisect.bisect_left(events, start)
         check = holds if (holds is not None and not (self.exact and self.kind == K.HASH)) else None
         for k in range(i, len(events)):

@@ -459,8 +459,8 @@ def memory(d: Draft) -> Draft:
     edges = budget // 2 // edge_bytes
     batch = max(1, min(MAX_BATCH_EVENTS, budget // 2 // event_bytes))
     text = (f"{why}, per task; a group keeps its graph's edges up to {edges:,} (half the budget, ~{edge_bytes} B "
-            "each), else none: each node's successors are found again at each visit (from the hash index, or by "
-            f"checking later events); output batches of at most {batch:,} event ids; trends are streamed as found, "
+            "each), else none: each node's successors are found again at each visit (from the hash index; by range, "
+            f"the few values in range sorted, else later events checked); output batches of at most {batch:,} event ids; trends are streamed as found, "
             "never held")  # fmt: skip
     return replace(d, memory=Decision(format_size(budget), text), max_edges=edges, batch_events=batch)
 
