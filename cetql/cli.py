@@ -181,8 +181,9 @@ def _common(p, *, run: bool) -> None:
     p.add_argument("--max-trends", type=int, metavar="N",
                    help="detection: refuse a (window, group) with more than N trends (default 10,000,000; 0: no limit)")
     p.add_argument("--memory-budget", metavar="SIZE",
-                   help="detection: what one group may hold beyond its events, e.g. 256m or 2g: its graph's edges "
-                        "while they fit in half, and the output batch (default: half the executor memory)")  # fmt: skip
+                   help="detection: what one task may hold beyond its group's events, e.g. 256m or 2g: its graph's "
+                        "edges while they fit in half, and the output batch (default: half the executor memory over "
+                        "its task slots)")  # fmt: skip
     p.add_argument("--approx", action="store_true", help="aggregation: DOUBLE instead of exact numbers (as APPROX)")
     p.add_argument("--exact", choices=["decimal", "string"],
                    help="aggregation: exact numbers as DECIMAL(38,s) (default; larger is an error) or as text")
