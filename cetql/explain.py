@@ -208,7 +208,7 @@ def plan_data(plan: LogicalPlan) -> list[dict]:
                  "cost": node.cost}  # fmt: skip
             if isinstance(node, Detect):
                 d.update(strategy=_decision(node.strategy), guard=_decision(node.guard), memory=_decision(node.memory),
-                         max_edges=node.max_edges, batch_events=node.batch_events,
+                         memory_bytes=node.memory_bytes, max_edges=node.max_edges, batch_events=node.batch_events,
                          cross=[c.text for c in node.cross], with_rows=node.with_rows)  # fmt: skip
             else:
                 d.update(algorithm=_decision(node.algorithm), complete=_decision(node.complete),

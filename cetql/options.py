@@ -104,8 +104,9 @@ EDGE_BYTES = 48  # one stored edge: a list slot (over-allocated) and an int obje
 BATCH_EVENT_BYTES = 96  # one event id of an output batch: the Python lists, then the Arrow arrays
 MAX_BATCH_EVENTS = 1_000_000  # event ids in one output batch, whatever the budget
 
-_SIZE_UNITS = {"b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
-               "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50}  # fmt: skip
+_SIZE_UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
+_SIZE_UNITS.update({f"{u}b": v for u, v in _SIZE_UNITS.items() if u != "b"})
+_SIZE_UNITS.update({f"{u}ib": v for u, v in _SIZE_UNITS.items() if len(u) == 1 and u != "b"})
 
 
 def parse_size(value, what: str = "memory budget", bare: str = "b") -> int:
@@ -118,7 +119,7 @@ def parse_size(value, what: str = "memory budget", bare: str = "b") -> int:
         size = value
     else:
         text = str(value).strip().lower()
-        number = text.rstrip("kmgtpb")
+        number = text.rstrip("kmgtpib")
         unit = text[len(number):] or bare
         try:
             amount = float(number)
@@ -126,6 +127,8 @@ def parse_size(value, what: str = "memory budget", bare: str = "b") -> int:
             amount = math.nan
         if unit not in _SIZE_UNITS or not math.isfinite(amount):
             raise UsageError(f"{what} must be a size such as 512m or 2g, not {value!r}")
+        if unit == "b" and amount != int(amount):
+            raise UsageError(f"{what} must be a whole number of bytes or have a unit (512m, 1.5g), not {value!r}")
         size = int(amount * _SIZE_UNITS[unit])
     if size <= 0:
         raise UsageError(f"{what} must be positive, not {value!r}")
@@ -133,7 +136,7 @@ def parse_size(value, what: str = "memory budget", bare: str = "b") -> int:
 
 
 def format_size(size: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if size >= scale:
             amount = size / scale
             return f"{amount:.0f} {unit}" if amount == int(amount) else f"{amount:.1f} {unit}"

@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from .errors import CetqlError, UsageError
-from .session import _check_master, log_path
+from .options import parse_size
+from .session import _check_master, driver_memory, log_path
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -34,7 +35,7 @@ def add_parser(sub) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="the address to listen on (default 127.0.0.1: this machine only)")  # fmt: skip
     p.add_argument("--master", default="local[*]", help="where the server runs queries (default local[*])")
-    p.add_argument("--driver-memory", default=os.environ.get("CETQL_DRIVER_MEMORY", "4g"),
+    p.add_argument("--driver-memory", default=driver_memory(),
                    help="the server's JVM memory; with local[*] also its executor's (default 4g)")  # fmt: skip
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     p.add_argument("--verbose", action="store_true", help="let the server's log reach the terminal")
@@ -78,6 +79,9 @@ def command(args) -> list[str]:
     """The spark-submit command line of the server."""
     if not 0 < args.port < 65536:
         raise UsageError(f"--port must be between 1 and 65535, not {args.port}")
+    if not args.start_timeout > 0:
+        raise UsageError(f"--start-timeout must be a positive number of seconds, not {args.start_timeout:g}")
+    parse_size(args.driver_memory, "--driver-memory", bare="m")  # the JVM's own message would only reach the log
     _check_master(args.master)
     conf = {
         "spark.connect.grpc.binding.port": str(args.port),
@@ -109,8 +113,8 @@ def cmd_serve(args) -> int:
     env.pop("SPARK_REMOTE", None)
     if args.host in ("127.0.0.1", "localhost"):
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    log = log_path()
-    out = None if args.verbose else open(log, "ab")  # noqa: SIM115 - closed below
+    log = log_path().with_name(f"serve-{args.port}.log")  # this server's alone, so its errors can be found
+    out = None if args.verbose else open(log, "wb")  # noqa: SIM115 - closed below
     began = time.monotonic()
     server = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if out else None, env=env,
                               start_new_session=True, preexec_fn=_die_with_parent)  # fmt: skip
@@ -122,17 +126,19 @@ def cmd_serve(args) -> int:
     # both set here: a shell's background job starts with SIGINT ignored, and Ctrl-C must still stop it
     previous = {sig: signal.signal(sig, ask_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     url = f"sc://{_client_host(args.host)}:{args.port}"
+    listening = False
     try:
         while not _listening(args.host, args.port):
             if server.poll() is not None:
-                raise CetqlError(f"the Spark Connect server exited ({server.returncode}) before listening; "
-                                 f"its log is {log}")  # fmt: skip
+                raise CetqlError(f"the Spark Connect server exited ({server.returncode}) before listening"
+                                 f"{_cause(log)}; its log is {log}")  # fmt: skip
             if stopping["asked"]:
                 return 0
             if time.monotonic() - began > args.start_timeout:
                 raise CetqlError(f"the Spark Connect server did not listen on port {args.port} within "
                                  f"{args.start_timeout:.0f} s (--start-timeout); its log is {log}")  # fmt: skip
             time.sleep(0.3)
+        listening = True
         print(f"serving Spark Connect on {url} ({args.master}, up in {time.monotonic() - began:.1f} s)", flush=True)
         print(f"  cetql run QUERY --input … --remote {url}   (or SPARK_REMOTE={url})", flush=True)
         print(f"  Ctrl-C stops it; its log is {log}", flush=True)
@@ -149,7 +155,20 @@ def cmd_serve(args) -> int:
             signal.signal(sig, handler)
         if out is not None:
             out.close()
-        print("server stopped", file=sys.stderr, flush=True)
+        if listening:
+            print("server stopped", file=sys.stderr, flush=True)
+
+
+def _cause(log: Path) -> str:
+    """The last line of the server's log that names an error, if any."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    for line in reversed(lines):
+        if any(w in line for w in ("Exception", "Error", "Invalid", "error:")):
+            return ": " + line.strip()[:300]
+    return ""
 
 
 def _stop(server: subprocess.Popen) -> None:

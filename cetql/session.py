@@ -34,6 +34,16 @@ _QUIET = {
 }
 
 
+def driver_memory() -> str:
+    """The driver memory of the local session cetql starts (CETQL_DRIVER_MEMORY, default 4g)."""
+    return os.environ.get("CETQL_DRIVER_MEMORY", "4g")
+
+
+def local_resources() -> tuple[str, int]:
+    """(executor memory, task slots) of the session `get_spark()` starts: local[*]."""
+    return driver_memory(), os.cpu_count() or 1
+
+
 def _check_master(master: str) -> None:
     ok = master.startswith(("local", "spark://", "yarn", "k8s://", "mesos://")) or master in ("local",)
     if not ok:
@@ -51,6 +61,8 @@ def get_spark(master: str | None = None, *, remote: str | None = None, verbose: 
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    if remote is not None and master is not None:
+        raise UsageError("give --master or --remote, not both: --remote runs on the Connect server's own master")
     if remote is None and master is None:
         remote = os.environ.get("SPARK_REMOTE") or None
     if remote is not None:
@@ -66,7 +78,7 @@ def get_spark(master: str | None = None, *, remote: str | None = None, verbose: 
         "spark.app.name": "cetql",
         "spark.master": master,
         "spark.sql.shuffle.partitions": str(shuffle_partitions or max(2, 2 * cores)),
-        "spark.driver.memory": os.environ.get("CETQL_DRIVER_MEMORY", "4g"),
+        "spark.driver.memory": driver_memory(),
     }
     try:
         return _classic(conf, verbose)
@@ -100,9 +112,28 @@ def _classic(conf: dict, verbose: bool):
     return SparkSession(sc)
 
 
+def _reachable(remote: str, timeout: float = 10) -> None:
+    """A one-line error now, where the Connect client would retry for many
+    minutes against a server that is not there."""
+    import socket
+    from urllib.parse import urlparse
+
+    where = urlparse(remote.replace("sc://", "http://", 1))
+    host, port = where.hostname or "localhost", where.port or 15002
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return
+    except OSError as e:
+        reason = e.strerror or type(e).__name__
+    raise CetqlError(f"cannot reach the Spark Connect server at {remote}: {reason.lower()} "
+                     "(is `cetql serve` or another Connect server running there?)")  # fmt: skip
+
+
 def _connect(remote: str):
     if not (remote.startswith("sc://") or remote.startswith("local")):
         raise UsageError(f"unknown Spark Connect address '{remote}'; expected sc://host:port (or local[N])")
+    if remote.startswith("sc://"):
+        _reachable(remote)
     try:
         from pyspark.sql import SparkSession
 

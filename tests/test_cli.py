@@ -116,6 +116,38 @@ def test_memory_budget_on_the_command_line(capsys):
     assert "--memory-budget bounds what a detection group holds" in capsys.readouterr().err
 
 
+def test_remote_that_is_not_there_and_master_beside_remote(tmp_path, capsys):
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens on it once closed
+    q, data = str(EXAMPLES.parent / "kiting.cet"), str(EXAMPLES.parent / "data" / "checks.csv")
+    began = time.monotonic()
+    assert main(["run", q, "--input", data, "--remote", f"sc://127.0.0.1:{port}"]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot reach the Spark Connect server at sc://127.0.0.1:{port}: connection refused" in err
+    assert time.monotonic() - began < 30 and "Traceback" not in err
+    assert main(["run", q, "--input", data, "--master", "local[1]", "--remote", f"sc://127.0.0.1:{port}"]) == 2
+    assert "give --master or --remote, not both" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--driver-memory", "lots"], "--driver-memory must be a size such as 512m or 2g, not 'lots'"),
+        (["--start-timeout", "0"], "--start-timeout must be a positive number of seconds, not 0"),
+        (["--port", "0"], "--port must be between 1 and 65535, not 0"),
+        (["--conf", "spark.connect.grpc.binding.port=1"], "use --port and --host"),
+        (["--conf", "novalue"], "is not of the form KEY=VALUE"),
+    ],
+)
+def test_serve_refuses_before_starting_anything(args, message, capsys):
+    assert main(["serve", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
 def test_missing_query_file(capsys):
     assert main(["compile", "no/such/file.cet"]) == 2
     assert "query file 'no/such/file.cet' does not exist" in capsys.readouterr().err

@@ -188,6 +188,7 @@ def test_memory_budget_is_planned_and_explained(options, inputs, budget, source)
     assert d.batch_events == max(1, min(1_000_000, budget // 2 // BATCH_EVENT_BYTES))
     (op,) = [o for o in explain_data(_compiled(plan))["plan"] if o["op"] == "Detect"]
     assert op["max_edges"] == d.max_edges and op["memory"]["choice"] == format_size(budget)
+    assert op["memory_bytes"] == budget
     # MAXIMAL keeps a set of successors per node beside the edges; --with-rows copies each event's row
     maximal = plan_of("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100", inputs=inputs, trends="maximal",
                       with_rows=True, **options).root  # fmt: skip

@@ -67,6 +67,7 @@ def _assemble(d: rules.Draft) -> Detect | Aggregate:
             with_rows=d.options.with_rows,
             cost=d.cost,
             memory=d.memory,
+            memory_bytes=d.memory_bytes,
             max_edges=d.max_edges,
             batch_events=d.batch_events,
         )

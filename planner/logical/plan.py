@@ -135,6 +135,7 @@ class Detect:
     with_rows: bool
     cost: str
     memory: Decision | None = None  # the local strategy: what one group may hold (--memory-budget)
+    memory_bytes: int | None = None  # the budget, in bytes
     max_edges: int | None = None  # a group's graph stores its edges up to this many
     batch_events: int = 1_000_000  # event ids in one output batch
 

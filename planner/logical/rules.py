@@ -57,6 +57,7 @@ class Draft:
     propagate: bool = False  # blocks: COUNT(*) of E+ propagates every window of a block in one pass
     guard: Decision | None = None
     memory: Decision | None = None
+    memory_bytes: int | None = None
     max_edges: int | None = None
     batch_events: int = MAX_BATCH_EVENTS
     invalid: Decision | None = None
@@ -462,7 +463,8 @@ def memory(d: Draft) -> Draft:
             "each), else none: each node's successors are found again at each visit (from the hash index; by range, "
             f"the few values in range sorted, else later events checked); output batches of at most {batch:,} event ids; trends are streamed as found, "
             "never held")  # fmt: skip
-    return replace(d, memory=Decision(format_size(budget), text), max_edges=edges, batch_events=batch)
+    return replace(d, memory=Decision(format_size(budget), text), memory_bytes=budget, max_edges=edges,
+                   batch_events=batch)  # fmt: skip
 
 
 def invalid(d: Draft) -> Draft:
