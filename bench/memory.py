@@ -27,11 +27,8 @@ import datetime as dt
 import math
 import os
 import platform
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -40,7 +37,7 @@ import pyarrow.parquet as pq
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 from results import replace_section  # noqa: E402
-from run import _memory  # noqa: E402
+from run import _memory, sampled_run, tree_pids  # noqa: E402
 
 SECTION = "## Bounded memory"
 QUERY = "PATTERN SEQ(A a, B b)\nWHERE [g]\nWITHIN 1000000"
@@ -72,24 +69,6 @@ def data(trends: int, folder: Path) -> tuple[Path, Path, int, int]:
     return paths[0], paths[1], ident, pairs
 
 
-def _tree(pid: int) -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d))
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += children.get(p, [])
-    return out
-
-
 def _kind(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -103,39 +82,26 @@ def _kind(pid: int) -> str:
     return "other"
 
 
+def _breakdown(pid: int) -> dict:
+    """PSS now: of the tree, the JVM, the Python workers, the largest worker."""
+    now = {"tree": 0, "jvm": 0, "workers": 0, "worker": 0}
+    for p in tree_pids(pid):
+        m = _memory(p)
+        now["tree"] += m
+        kind = _kind(p)
+        if kind == "jvm":
+            now["jvm"] += m
+        elif kind == "worker":
+            now["workers"] += m
+            now["worker"] = max(now["worker"], m)
+    return now
+
+
 def measured_run(args: list[str], cwd: str) -> dict:
     """Wall time and peak PSS (tree, JVM, Python workers summed, largest
     single worker) of a command."""
-    began = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd)
-    peak = {"tree": 0, "jvm": 0, "workers": 0, "worker": 0}
-    done = threading.Event()
-
-    def sample():
-        while not done.is_set():
-            now = {"tree": 0, "jvm": 0, "workers": 0, "worker": 0}
-            for p in _tree(proc.pid):
-                m = _memory(p)
-                now["tree"] += m
-                kind = _kind(p)
-                if kind == "jvm":
-                    now["jvm"] += m
-                elif kind == "worker":
-                    now["workers"] += m
-                    now["worker"] = max(now["worker"], m)
-            for k, v in now.items():
-                peak[k] = max(peak[k], v)
-            time.sleep(0.25)
-
-    t = threading.Thread(target=sample, daemon=True)
-    t.start()
-    out, _ = proc.communicate()
-    done.set()
-    t.join()
-    elapsed = time.perf_counter() - began
-    if proc.returncode != 0:
-        raise SystemExit(f"failed ({proc.returncode}): {' '.join(args)}\n{out}")
-    return {"seconds": elapsed, **peak, "output": out}
+    elapsed, peak, out = sampled_run(args, _breakdown, cwd=cwd)
+    return {"seconds": elapsed, "tree": 0, "jvm": 0, "workers": 0, "worker": 0, **peak, "output": out}
 
 
 def run(folder: Path, a: Path, b: Path, name: str, budget: str | None) -> tuple[dict, int]:

@@ -60,8 +60,8 @@ def _memory(pid: int) -> int:
     return 0
 
 
-def _tree_rss(pid: int) -> int:
-    """Memory (PSS) of `pid` and all its descendants."""
+def tree_pids(pid: int) -> list[int]:
+    """`pid` and all its descendants."""
     children: dict[int, list[int]] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
@@ -72,30 +72,36 @@ def _tree_rss(pid: int) -> int:
         except (OSError, IndexError, ValueError):
             continue
         children.setdefault(ppid, []).append(int(d))
-    total, todo = 0, [pid]
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
-        total += _memory(p)
+        out.append(p)
         todo += children.get(p, [])
-    return total
+    return out
 
 
-def timed_run(args: list[str], env: dict | None = None, cwd: str | None = None) -> tuple[float, int, str]:
-    """(seconds, peak PSS bytes, output) of a command; `cwd` keeps `python -m
-    cetql` from importing a cetql folder of the current directory."""
+def _tree_rss(pid: int) -> int:
+    """Memory (PSS) of `pid` and all its descendants."""
+    return sum(_memory(p) for p in tree_pids(pid))
+
+
+def sampled_run(args: list[str], sample, env: dict | None = None, cwd: str | None = None) -> tuple[float, dict, str]:
+    """(seconds, the peak of each figure `sample(pid)` returns, sampled every
+    0.25 s, output) of a command; `cwd` keeps `python -m cetql` from
+    importing a cetql folder of the current directory."""
     start = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             cwd=cwd or tempfile.gettempdir())  # fmt: skip
-    peak = 0
+    peak: dict = {}
     done = threading.Event()
 
-    def sample():
-        nonlocal peak
+    def sampler():
         while not done.is_set():
-            peak = max(peak, _tree_rss(proc.pid))
+            for k, v in sample(proc.pid).items():
+                peak[k] = max(peak.get(k, 0), v)
             time.sleep(0.25)
 
-    t = threading.Thread(target=sample, daemon=True)
+    t = threading.Thread(target=sampler, daemon=True)
     t.start()
     out, _ = proc.communicate()
     done.set()
@@ -104,6 +110,12 @@ def timed_run(args: list[str], env: dict | None = None, cwd: str | None = None) 
     if proc.returncode != 0:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(args)}\n{out}")
     return elapsed, peak, out
+
+
+def timed_run(args: list[str], env: dict | None = None, cwd: str | None = None) -> tuple[float, int, str]:
+    """(seconds, peak PSS bytes of the process tree, output) of a command."""
+    elapsed, peak, out = sampled_run(args, lambda pid: {"tree": _tree_rss(pid)}, env, cwd)
+    return elapsed, peak.get("tree", 0), out
 
 
 def main() -> None:

@@ -116,23 +116,6 @@ def test_memory_budget_on_the_command_line(capsys):
     assert "--memory-budget bounds what a detection group holds" in capsys.readouterr().err
 
 
-def test_remote_that_is_not_there_and_master_beside_remote(tmp_path, capsys):
-    import socket
-    import time
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # nothing listens on it once closed
-    q, data = str(EXAMPLES.parent / "kiting.cet"), str(EXAMPLES.parent / "data" / "checks.csv")
-    began = time.monotonic()
-    assert main(["run", q, "--input", data, "--remote", f"sc://127.0.0.1:{port}"]) == 1
-    err = capsys.readouterr().err
-    assert f"cannot reach the Spark Connect server at sc://127.0.0.1:{port}: connection refused" in err
-    assert time.monotonic() - began < 30 and "Traceback" not in err
-    assert main(["run", q, "--input", data, "--master", "local[1]", "--remote", f"sc://127.0.0.1:{port}"]) == 2
-    assert "give --master or --remote, not both" in capsys.readouterr().err
-
-
 @pytest.mark.parametrize(
     "args,message",
     [

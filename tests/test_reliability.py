@@ -72,6 +72,9 @@ CASES = [
     ("test_distributed_seq_refused_early", "`--strategy distributed` on a SEQ pattern", "exit 2 before Spark starts, saying why"),
     ("test_maximal_aggregation_refused_early", "`--trends maximal` on an aggregation", "exit 2 before Spark starts"),
     ("test_bogus_master", "`--master bogus://x`", "exit 2: unknown Spark master"),
+    ("test_unreachable_remote", "`--remote sc://…` where no server listens", "exit 1 within seconds: cannot reach the Spark Connect server, and why; no traceback"),
+    ("test_master_beside_remote", "`--master` and `--remote` together", "exit 2 before Spark starts: give one"),
+    ("test_memory_budget_not_a_size", "`--memory-budget lots` (or 0, or 1.5 bytes)", "exit 2: must be a size such as 512m or 2g"),
     ("test_negative_limit", "`--limit -1`", "exit 2: must be zero or positive"),
     ("test_missing_query_file", "a query file that does not exist", "exit 2"),
     ("test_unknown_type_binding", "`--input Debit=…` for a type the pattern does not use", "exit 2 naming the pattern's types"),
@@ -497,6 +500,36 @@ def test_maximal_aggregation_refused_early(q, checks):
 def test_bogus_master(capsys, q, checks):
     code, _, err = run(capsys, "run", q(), "--input", checks, "--master", "bogus://x")
     assert code == 2 and "unknown Spark master 'bogus://x'" in err
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # nothing listens on it once closed
+
+
+def test_unreachable_remote(capsys, q, checks):
+    import time
+
+    port = _free_port()
+    began = time.monotonic()
+    code, _, err = run(capsys, "run", q(), "--input", checks, "--remote", f"sc://127.0.0.1:{port}")
+    assert code == 1 and f"cannot reach the Spark Connect server at sc://127.0.0.1:{port}: connection refused" in err
+    assert time.monotonic() - began < 30 and "Traceback" not in err
+
+
+def test_master_beside_remote(capsys, q, checks):
+    code, _, err = run(capsys, "run", q(), "--input", checks, "--master", "local[1]", "--remote", "sc://127.0.0.1:1")
+    assert code == 2 and "give --master or --remote, not both" in err
+
+
+def test_memory_budget_not_a_size(capsys, q, checks):
+    for value, message in (("lots", "must be a size such as 512m or 2g"), ("0", "must be positive"),
+                           ("1.5", "whole number of bytes")):  # fmt: skip
+        code, _, err = run(capsys, "run", q(), "--input", checks, "--memory-budget", value)
+        assert code == 2 and message in err, (value, err)
 
 
 def test_negative_limit(capsys, q, checks):
