@@ -196,7 +196,7 @@ def plan_data(plan: LogicalPlan) -> list[dict]:
             out.append({"op": "Windows", "length": _num(w.length), "slide": _num(w.slide),
                         "unit": None if w.unitless else "s", "tumbling": w.tumbling,
                         "sharing": _decision(node.sharing), "block": node.block,
-                        "propagate": node.propagate})  # fmt: skip
+                        "propagate": node.propagate, "shared_graph": node.shared_graph})  # fmt: skip
         elif isinstance(node, Partition):
             out.append({"op": "Partition", "keys": [k.attr for k in node.keys],
                         "subkeys": [s.attr if s.position is None else f"{s.position}.{s.attr}" for s in node.subkeys],

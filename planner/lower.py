@@ -219,6 +219,7 @@ def lower(plan: LogicalPlan, columns: tuple[str, ...] = ()) -> Physical:
             max_trends=plan.options.max_trends,
             max_edges=root.max_edges,
             batch_events=root.batch_events,
+            shared_graph=plan.find(Windows).shared_graph,
         )
     else:
         spec = _aggregate_spec(root, plan, names, cols, tspec, context, derived, subkeys, part)

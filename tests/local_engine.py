@@ -12,6 +12,7 @@ Spark itself.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from decimal import Decimal
 
@@ -164,11 +165,16 @@ def _schema(cols, rows, n):
     return pa.schema(fields)
 
 
-def run_local(text, events, *, params=None, typed=False, options: RunOptions | None = None, batch_size=None):
-    """(plan, list of output rows as dicts) for a query on a list of events."""
+def run_local(text, events, *, params=None, typed=False, options: RunOptions | None = None, batch_size=None,
+              spec_changes: dict | None = None):  # fmt: skip
+    """(plan, list of output rows as dicts) for a query on a list of events;
+    `spec_changes` overrides fields of the kernel spec (to compare a plan's
+    choice with the other one)."""
     types = sorted({e["__type"] for e in events if e.get("__type")}) if typed else ()
     cols = sorted({k for e in events for k in e})
     plan, phys = plan_for(text, params=params, typed=typed, types=types, options=options, columns=cols)
+    if spec_changes:
+        phys = dataclasses.replace(phys, spec=dataclasses.replace(phys.spec, **spec_changes))
     table = kernel_table(plan, phys, events)
     if phys.spec.__class__.__name__ == "DetectSpec":
         fn = process.detect_fn(phys.spec)

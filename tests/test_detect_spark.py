@@ -187,7 +187,8 @@ SLIDING_QUERIES = [
 def test_sliding_windows_blocks_equal_copies(spark, text, params, batch):
     df, per_case = _frame(spark, batch)
     compiled = cetql.compile(_with_case(text), params)
-    assert compiled.execution(df, id_col="id").plan.root.child.child.sharing.choice == "blocks"
+    windows = compiled.execution(df, id_col="id").plan.root.child.child
+    assert windows.sharing.choice == "blocks" and windows.shared_graph == text.startswith("PATTERN Check+")
     assert compiled.execution(df, id_col="id", sharing="copy").plan.root.child.child.sharing.choice == "copy"
     want = _reference(text, per_case, params, "COMPLETE")
     assert _spark_trends(df, text, params, "local", "COMPLETE") == want

@@ -37,11 +37,11 @@ FAST = settings(max_examples=400, deadline=None, suppress_health_check=list(Heal
 # ---------------------------------------------------------------- streams
 
 
-def stream(typed: bool, max_size: int = 7):
+def stream(typed: bool, max_size: int = 7, max_time: int = 8):
     return st.lists(
         st.fixed_dictionaries(
             {
-                "ts": st.integers(0, 8),
+                "ts": st.integers(0, max_time),
                 "__type": st.sampled_from("ABC") if typed else st.just(None),
                 "x": st.none() | st.integers(0, 3),
                 "g": st.sampled_from("gh"),
@@ -140,9 +140,9 @@ def _compile_or_skip(text, *, typed, options=None):
 # ---------------------------------------------------------------- detection
 
 
-def _detected(text, events, typed, trend_set, **options):
+def _detected(text, events, typed, trend_set, spec_changes=None, **options):
     opts = RunOptions.of(trends=trend_set, max_trends=0, **options)
-    _, _, out = run_local(text, events, typed=typed, options=opts)
+    _, _, out = run_local(text, events, typed=typed, options=opts, spec_changes=spec_changes)
     got, rows = {}, 0
     for r in out:
         got.setdefault(r[next(k for k in r if k.endswith("wk"))], set()).add(tuple(r["events"]))
@@ -318,6 +318,39 @@ def test_sliding_detection_equals_reference_both_sharings(data, typed, trend_set
 
 
 @FAST
+@given(st.data(), st.booleans(), st.sampled_from(["COMPLETE", "MAXIMAL", "ALL"]), st.sampled_from([None, 1, 300]))
+def test_windows_walked_on_a_shared_graph_equal_their_own_graphs(data, typed, trend_set, budget):
+    """Where the plan shares a block's graph among its windows (CET §5),
+    each window's trends walked on it are those of the window's own graph,
+    and the reference's: stored edges, none (1 byte) and some (300 bytes)."""
+    text = data.draw(queries(False, repeated_types=not typed, windows=SLIDING))
+    _compile_or_skip(text, typed=typed)
+    _, phys = plan_for(text, typed=typed)
+    assume(phys.spec.shared_graph)
+    events = data.draw(stream(typed, max_size=10, max_time=14))
+    options = {} if budget is None else {"memory_budget": budget}
+    shared = _detected(text, events, typed, trend_set, **options)
+    own = _detected(text, events, typed, trend_set, spec_changes={"shared_graph": False}, **options)
+    assert shared == own == _wanted(text, events, typed, trend_set, _slide(text)), text
+
+
+def test_a_shared_graph_counts_each_window_when_the_block_has_too_many_paths():
+    """The guard bounds every window by the block's start-to-end paths; when
+    those pass the limit it counts each window, and refuses only a window
+    that has too many trends of its own."""
+    text = "PATTERN S+ s[] WITHIN 6 SLIDE 1"
+    events = [{"id": i, "ts": i, "x": 0} for i in range(12)]
+    _, phys = plan_for(text)
+    assert phys.spec.shared_graph
+    want = reference_trends(text, events, trend_set="COMPLETE")
+    assert max(map(len, want.values())) == 16  # a window of 6 events: its first, its last, any of the 4 between
+    _, _, out = run_local(text, events, options=RunOptions.of(max_trends=16))  # the block has far more paths
+    assert sorted(r["events"] for r in out) == sorted(list(t) for ts in want.values() for t in ts)
+    with pytest.raises(TrendLimitExceeded, match="would return 63 all trends"):
+        run_local(text, events, options=RunOptions.of(max_trends=62, trends="ALL"))
+
+
+@FAST
 @given(st.data(), st.booleans(), st.sampled_from(["ALL", "COMPLETE"]))
 def test_sliding_aggregation_blocks_equal_copies(data, typed, trend_set):
     """Every window's aggregates with blocks of windows are the copied
@@ -376,6 +409,25 @@ def test_a_block_too_large_to_propagate_is_counted_window_by_window(predicate):
     small = dataclasses.replace(phys.spec, max_shared_cells=1)
     assert counts(small) == counts(phys.spec)
     assert counts(small) == {r["__wk"]: r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(sharing="copy"))[2]}
+
+
+@pytest.mark.parametrize("text,typed,why", [
+    ("PATTERN S+ s[] WHERE s[i].x < s[i-1].x WITHIN 8 SLIDE 1", False, None),
+    ("PATTERN SEQ(A a, B+ b[], !C c, D d) WITHIN 8 SLIDE 1", True, None),
+    ("PATTERN SEQ(A a, B b) WITHIN 8 SLIDE 1", False, "inputs not bound to types"),
+    ("PATTERN SEQ(A a, A+ b[]) WITHIN 8 SLIDE 1", True, "two variables of one type"),
+    ("PATTERN SEQ(A a, B b, C c) WHERE a.x < c.x WITHIN 8 SLIDE 1", True, "cross predicates"),
+    ("PATTERN SEQ(!C c, A a, B b) WITHIN 8 SLIDE 1", True, "a negation before or after"),
+    ("PATTERN SEQ(A a, B b, !C c) WITHIN 8 SLIDE 1", True, "a negation before or after"),
+])  # fmt: skip
+def test_a_shared_graph_is_planned_where_no_trend_depends_on_its_window(text, typed, why):
+    plan, phys = plan_for(text, typed=typed)
+    w = plan.find(Windows)
+    assert w.sharing.choice == "blocks"
+    assert w.shared_graph == phys.spec.shared_graph == (why is None)
+    assert ("each block's graph is built once" in w.sharing.reason) == (why is None)
+    if why:
+        assert f"its graph built on its own ({why}" in w.sharing.reason
 
 
 def test_blocks_are_planned_for_many_windows_only():

@@ -446,6 +446,103 @@ def per_state_walk(g: Graph, trend_set) -> Iterator[list[int]]:
     yield from _dfs([v for v in starts if not preceded[v]], walk, emit, alive, S)
 
 
+class SharedWalk:
+    """The windows of a block walked on the block's one graph (CET §5: the
+    windows share the graphlets they hold), for the per-state walk with no
+    negation before or after the pattern.  A window is a range of the
+    block's events, [lo, hi), so its graph is the block's nodes in that
+    range and the edges between them: edges run forward in time, successor
+    lists are in node order, and a path from a node of the window stays in
+    it until a node at or past hi.  Three facts per node, computed once
+    (O(nodes + edges)), say what the window changes:
+
+    - `need[v]`: the first end node v reaches (itself if it is one).  v can
+      lead to a trend of the window iff need[v] is in it: from an end node,
+      following end successors inside the window reaches one with none,
+      which emits; and a split edge refines into split-free ones between
+      its events (MAXIMAL), so the same holds along split-free edges.
+    - `emit_at[v]`: for an end node, its first end successor (COMPLETE,
+      MAXIMAL: v ends a trend iff that is past the window), -1 otherwise.
+    - `last_start[v]`: the last start node leading into v: a start node is
+      prependable in the window iff that one is in it.
+
+    Split-free edges do not depend on the window either: an event between
+    two events lies in every window holding both."""
+
+    def __init__(self, g: Graph, trend_set):
+        n = len(g.succ)
+        self.g, self.S, self.n = g, g.S, n
+        self.all = str(trend_set) == "ALL"
+        succ, node, start, end = g.succ, g.node, g.start, g.end
+        need, emit_at, last_start = [n] * n, [-1] * n, [-1] * n
+        for v in range(n - 1, -1, -1):
+            if not node[v]:
+                continue
+            first_end, best, s = n, v if end[v] else n, start[v]
+            for w in succ[v]:
+                nw = need[w]
+                if nw < best:
+                    best = nw
+                if end[w] and first_end == n:
+                    first_end = w
+                if s and last_start[w] < 0:  # v descending: the first start node found is the last one
+                    last_start[w] = v
+            need[v] = best
+            if end[v]:
+                emit_at[v] = n if self.all else first_end
+        self.need, self.emit_at, self.last_start = need, emit_at, last_start
+        self.starts = [v for v in range(n) if start[v]]
+        self.walk = split_free(g) if str(trend_set) == "MAXIMAL" else succ
+
+    def window(self, lo: int, hi: int) -> Iterator[list[int]]:
+        """The trends of the window of events lo … hi - 1, as node ids."""
+        S = self.S
+        first, limit = lo * S, hi * S
+        starts = self.starts[bisect.bisect_left(self.starts, first) : bisect.bisect_left(self.starts, limit)]
+        if not self.all:
+            last_start = self.last_start
+            starts = [v for v in starts if last_start[v] < first]
+        need, emit_at, walk = self.need, self.emit_at, self.walk
+        for s in starts:
+            if need[s] >= limit:
+                continue
+            if emit_at[s] >= limit:
+                yield [s]
+            path = [s]
+            stack = [iter(walk[s])]
+            while stack:
+                nxt = next(stack[-1], limit)
+                if nxt >= limit:  # successors come in node order: the rest are past the window
+                    stack.pop()
+                    path.pop()
+                    continue
+                if need[nxt] >= limit:
+                    continue
+                path.append(nxt)
+                if emit_at[nxt] >= limit:
+                    yield path[:]
+                stack.append(iter(walk[nxt]))
+
+    def paths(self, lo: int, hi: int) -> int:
+        """Start-to-end paths of the window (ALL trends: the guard's bound)."""
+        S, g = self.S, self.g
+        first, limit = lo * S, hi * S
+        count = [0] * (limit - first)
+        start, end, succ = g.start, g.end, g.succ
+        total = 0
+        for v in range(first, limit):
+            c = count[v - first] + start[v]
+            if not c:
+                continue
+            if end[v]:
+                total += c
+            for w in succ[v]:
+                if w >= limit:
+                    break
+                count[w - first] += c
+        return total
+
+
 class _Cross:
     """Cross predicates, and which states' events a configuration keeps."""
 

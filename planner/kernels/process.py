@@ -10,6 +10,7 @@ Pure pyarrow and Python: tests run these functions directly, without Spark.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from decimal import Decimal
 from itertools import chain, repeat
@@ -22,7 +23,7 @@ from . import spec as K
 from .aseq import count as aseq_count
 from .batches import map_groups, segments, window_groups
 from .errors import AggregateOverflow, TrendLimitExceeded, describe_group, describe_window, digits, magnitude
-from .graph import Graph, trend_nodes
+from .graph import Graph, SharedWalk, trend_nodes
 from .template import GroupTemplate, Step
 
 DEC38 = pa.decimal128(38, 0)
@@ -132,42 +133,99 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
     pending: list[tuple] = []
     trends_held = events_held = 0
     max_trends, max_events = spec.batch_rows, spec.batch_events
-    for start, end, wk in _segments(spec, table):
-        for rows in _parts(spec, cols, start, end):
-            if not rows:
-                continue
-            sliced = isinstance(rows, range)
-            if sliced:  # the whole group: slices, offsets from `start`
-                local = {k: v[start:end] for k, v in cols.items()}
-                group_times, base = times[start:end], start
-            else:
-                local = {k: [v[r] for r in rows] for k, v in cols.items()}
-                group_times, base = [times[r] for r in rows], 0
-            gt = GroupTemplate(spec.template, group_times, local)
-            graph = Graph(gt, spec.max_edges)  # built once (or its index only): counted by the guard, then walked
-            if spec.max_trends:
-                count, exact = greta.count_trends(gt, spec.template, spec.trend_set, spec.max_trends, graph)
-                if count > spec.max_trends:
-                    raise TrendLimitExceeded(_too_many(spec, table, start, wk, count, exact))
-            walk, per_event = trend_nodes(gt, spec.trend_set, spec.template, graph)
-            part = (start, wk, base, None if sliced else np.asarray(rows, dtype=np.int64), per_event)
-            flat: list[int] = []  # the part's trends, one after another (no list kept per trend)
-            lengths: list[int] = []
-            pending.append((*part, flat, lengths))
-            for path in walk:
-                flat += path
-                lengths.append(len(path))
-                trends_held += 1
-                events_held += len(path)
-                if trends_held >= max_trends or events_held >= max_events:
-                    yield _trend_batch(spec, table, schema, pending)
-                    flat, lengths = [], []
-                    pending = [(*part, flat, lengths)]
-                    trends_held = events_held = 0
-            if not lengths:  # no trend (left): nothing of this part waits for a batch
-                pending.pop()
+    for part, walk in _walks(spec, table, cols, times):
+        flat: list[int] = []  # the part's trends, one after another (no list kept per trend)
+        lengths: list[int] = []
+        pending.append((*part, flat, lengths))
+        for path in walk:
+            flat += path
+            lengths.append(len(path))
+            trends_held += 1
+            events_held += len(path)
+            if trends_held >= max_trends or events_held >= max_events:
+                yield _trend_batch(spec, table, schema, pending)
+                flat, lengths = [], []
+                pending = [(*part, flat, lengths)]
+                trends_held = events_held = 0
+        if not lengths:  # no trend (left): nothing of this part waits for a batch
+            pending.pop()
     if trends_held:
         yield _trend_batch(spec, table, schema, pending)
+
+
+def _walks(spec: K.DetectSpec, table: pa.Table, cols: dict, times: list) -> Iterator[tuple[tuple, Iterator]]:
+    """(part, its trends as they are found) of each window's parts, in table
+    order; a part is (the window's first row, the window, the row event
+    offsets count from, the part's rows when not a slice, the divisor from
+    the walk's ids to event offsets).  With a shared graph (the plan's
+    choice), a block's graph is built once and each window walked on it."""
+    c = spec.columns
+    if spec.shared_graph and c.block:
+        for start, end, _, windows in window_groups(table, list(c.group), c.block, c.window_lo, c.window_hi):
+            for rows in _parts(spec, cols, start, end):
+                if rows:
+                    yield from _block_walks(spec, table, cols, times, rows, windows)
+        return
+    for start, end, wk in _segments(spec, table):
+        for rows in _parts(spec, cols, start, end):
+            if rows:
+                yield from _window_walk(spec, table, cols, times, rows, start, wk)
+
+
+def _part_template(spec, cols: dict, times: list, rows) -> tuple[GroupTemplate, int, np.ndarray | None]:
+    """(the template of a part's rows, the row its offsets count from, its
+    rows when they are not a slice)."""
+    if isinstance(rows, range):  # the whole group: slices
+        a, z = rows.start, rows.stop
+        local = {k: v[a:z] for k, v in cols.items()}
+        return GroupTemplate(spec.template, times[a:z], local), a, None
+    local = {k: [v[r] for r in rows] for k, v in cols.items()}
+    return GroupTemplate(spec.template, [times[r] for r in rows], local), 0, np.asarray(rows, dtype=np.int64)
+
+
+def _window_walk(spec, table, cols, times, rows, start: int, wk: int):
+    """One window's part: its own graph, counted by the guard, then walked."""
+    gt, base, at = _part_template(spec, cols, times, rows)
+    graph = Graph(gt, spec.max_edges)  # built once (or its index only): counted by the guard, then walked
+    if spec.max_trends:
+        _guard(spec, table, start, wk, *greta.count_trends(gt, spec.template, spec.trend_set, spec.max_trends, graph))
+    walk, per_event = trend_nodes(gt, spec.trend_set, spec.template, graph)
+    yield (start, wk, base, at, per_event), walk
+
+
+def _block_walks(spec, table, cols, times, rows, windows):
+    """The windows of one block's part, walked on the part's one graph."""
+    gt, base, at = _part_template(spec, cols, times, rows)
+    sliced = isinstance(rows, range)
+    if not gt.unique_states():  # an event of two states (the plan rules this out): each window on its own
+        for w_start, w_end, wk in windows:
+            sub = range(w_start, w_end) if sliced else [r for r in rows if w_start <= r < w_end]
+            if sub:
+                yield from _window_walk(spec, table, cols, times, sub, w_start, wk)
+        return
+    graph = Graph(gt, spec.max_edges)
+    shared = SharedWalk(graph, spec.trend_set)
+    limit = spec.max_trends
+    # every window's trends are at most the block's start-to-end paths:
+    # windows are counted one by one only when those are too many
+    each = bool(limit) and greta.count_trends(gt, spec.template, "ALL", limit, graph)[0] > limit
+    for w_start, w_end, wk in windows:
+        if sliced:
+            lo, hi = w_start - rows.start, w_end - rows.start
+        else:
+            lo, hi = bisect.bisect_left(rows, w_start), bisect.bisect_left(rows, w_end)
+        if lo == hi:
+            continue
+        if each and not (graph.stored and shared.paths(lo, hi) <= limit):
+            sub = range(w_start, w_end) if sliced else rows[lo:hi]
+            own, _, _ = _part_template(spec, cols, times, sub)
+            _guard(spec, table, w_start, wk, *greta.count_trends(own, spec.template, spec.trend_set, limit))
+        yield (w_start, wk, base, at, graph.S), shared.window(lo, hi)
+
+
+def _guard(spec, table, row: int, wk: int, count, exact: bool) -> None:
+    if count > spec.max_trends:
+        raise TrendLimitExceeded(_too_many(spec, table, row, wk, count, exact))
 
 
 def group_graphs(spec: K.DetectSpec, table: pa.Table) -> Iterator[tuple[list[int], Graph]]:

@@ -154,6 +154,7 @@ class DetectSpec:
     batch_rows: int = 65536  # trends per output Arrow batch
     batch_events: int = 1_000_000  # event ids per output Arrow batch, whatever the number of trends
     max_edges: int | None = None  # a group's graph stores at most this many edges, else none (None: no bound)
+    shared_graph: bool = False  # blocks of windows: one graph a block, each window walked on its nodes
 
 
 # Aggregation algorithms and how COMPLETE trends are aggregated (decided by the plan):

@@ -53,7 +53,8 @@ def _assemble(d: rules.Draft) -> Detect | Aggregate:
     )
     filt = Filter(scan, tuple(v for v in vertex if not v.positions), states)
     blocks = d.sharing.choice == Sharing.BLOCKS.value
-    win = Windows(filt, q.window, d.sharing, q.window.copies if blocks else 0, blocks and d.propagate)
+    win = Windows(filt, q.window, d.sharing, q.window.copies if blocks else 0, blocks and d.propagate,
+                  blocks and d.shared_graph)
     part = Partition(win, d.keys, d.subkeys, d.partition_reason)
     if d.detection:
         return Detect(

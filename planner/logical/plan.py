@@ -84,6 +84,7 @@ class Windows:
     sharing: Decision  # "none" (tumbling), "copy" or "blocks"
     block: int = 0  # with "blocks": windows per block (the most windows an event falls in)
     propagate: bool = False  # with "blocks": COUNT(*) of E+ counts every window of a block in one pass
+    shared_graph: bool = False  # with "blocks": detection builds a block's graph once, walks each window on it
 
 
 @dataclass(frozen=True)

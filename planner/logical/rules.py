@@ -55,6 +55,7 @@ class Draft:
     strategy: Decision | None = None
     sharing: Decision | None = None
     propagate: bool = False  # blocks: COUNT(*) of E+ propagates every window of a block in one pass
+    shared_graph: bool = False  # blocks: detection builds a block's graph once and walks each window on it
     guard: Decision | None = None
     memory: Decision | None = None
     memory_bytes: int | None = None
@@ -389,6 +390,14 @@ def windows(d: Draft) -> Draft:
             f"(up to) {copies} windows it falls in; COUNT(*) propagates a count per window of the block in one "
             f"pass (GRETA §4.2), each window's count its own (window by window when the block's index would pass "
             f"{MAX_SHARED_CELLS:,} cells)"))  # fmt: skip
+    shared_graph, why_not = _shared_graph(d) if d.detection else (False, "")
+    if shared_graph:
+        blocks = replace(blocks, reason=(
+            f"each event is copied into at most 2 blocks of {copies} consecutive windows, not into each of the "
+            f"(up to) {copies} windows it falls in; each block's graph is built once and each window walked on "
+            f"its nodes (CET §5: the windows share the graphlets they hold), each window's trends its own"))  # fmt: skip
+    elif d.detection:
+        blocks = replace(blocks, reason=blocks.reason + f"; its graph built on its own ({why_not})")
     in_blocks = (d.partition_reason.replace("one group per window", "one group per block of windows")
                  + f"; a kernel group holds a block of {copies} windows, each window evaluated on its own slice")  # fmt: skip
     if o.sharing == Sharing.BLOCKS:
@@ -399,7 +408,7 @@ def windows(d: Draft) -> Draft:
             )
         note = " (at most 2 windows an event: nothing saved)" if copies <= 2 else ""
         return replace(d, sharing=replace(blocks, reason="forced by --sharing blocks: " + blocks.reason + note),
-                       propagate=propagate, partition_reason=in_blocks)  # fmt: skip
+                       propagate=propagate, shared_graph=shared_graph, partition_reason=in_blocks)  # fmt: skip
     if o.sharing == Sharing.COPY:
         return replace(d, sharing=replace(copy, reason="forced by --sharing copy: " + copy.reason))
     if distributed:
@@ -407,7 +416,31 @@ def windows(d: Draft) -> Draft:
     if copies <= 2:
         return replace(d, sharing=replace(copy, reason=copy.reason + " (at most 2 copies: blocks would not save any)"))
     return replace(d, sharing=replace(blocks, reason="default: " + blocks.reason), propagate=propagate,
-                   partition_reason=in_blocks)  # fmt: skip
+                   shared_graph=shared_graph, partition_reason=in_blocks)  # fmt: skip
+
+
+def _shared_graph(d: Draft) -> tuple[bool, str]:
+    """Can the windows of a block share one graph?  When the walk is over
+    single nodes and nothing of a trend depends on where its window starts
+    or ends: every event takes at most one state (one positive variable, or
+    typed inputs and a type per variable), no cross predicate, no negation
+    before or after the pattern.  Then a window's graph is the block's
+    restricted to the window's events (a negation between two events lies
+    between them, so in every window holding both), and where a window's
+    trends start and end is read from the block's graph.  Else ("why not")
+    each window's graph is built on its own slice."""
+    q = d.query
+    positive = [p for p in q.template.all_positions.values() if not p.negated]
+    if len(positive) > 1:
+        if not d.inputs.typed:
+            return False, "inputs not bound to types: an event may take two variables"
+        if len({p.type for p in positive}) < len(positive):
+            return False, "two variables of one type: an event may take either"
+    if q.of_kind(ir.CrossPredicate):
+        return False, "cross predicates: a trend carries the events they need"
+    if any(n.starts or n.ends for n in q.template.negatives):
+        return False, "a negation before or after the pattern: where a trend may start depends on the window"
+    return True, ""
 
 
 def guard(d: Draft) -> Draft:
@@ -483,6 +516,9 @@ def cost(d: Draft) -> Draft:
             text = "one Spark job per round; each round joins the open paths with their next events"
         else:
             text = "per group: the index O(n log n), the graph O(n + steps), then O(output) to write each trend"
+            if d.shared_graph:
+                text = ("per block: the index O(n log n) and the graph O(n + steps) once; per window: O(its nodes) "
+                        "to find where its trends start, then O(output) to write each trend")  # fmt: skip
             if d.query.of_kind(ir.CrossPredicate):
                 text += "; cross predicates are checked on each extension"
     else:
