@@ -82,7 +82,7 @@ def command(args) -> list[str]:
     if not args.start_timeout > 0:
         raise UsageError(f"--start-timeout must be a positive number of seconds, not {args.start_timeout:g}")
     parse_size(args.driver_memory, "--driver-memory", bare="m")  # the JVM's own message would only reach the log
-    _check_master(args.master)
+    _check_master(args.master, hint=" (where the server runs its queries)")
     conf = {
         "spark.connect.grpc.binding.port": str(args.port),
         "spark.connect.grpc.binding.address": args.host,

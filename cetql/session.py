@@ -44,12 +44,11 @@ def local_resources() -> tuple[str, int]:
     return driver_memory(), os.cpu_count() or 1
 
 
-def _check_master(master: str) -> None:
+def _check_master(master: str, *, hint: str = " (for Spark Connect, use --remote sc://host:port)") -> None:
     ok = master.startswith(("local", "spark://", "yarn", "k8s://", "mesos://")) or master in ("local",)
     if not ok:
         raise UsageError(
-            f"unknown Spark master '{master}'; expected local[*], local[N], spark://host:port, yarn or k8s://…"
-            " (for Spark Connect, use --remote sc://host:port)"
+            f"unknown Spark master '{master}'; expected local[*], local[N], spark://host:port, yarn or k8s://…{hint}"
         )
 
 

@@ -124,11 +124,13 @@ def test_memory_budget_on_the_command_line(capsys):
         (["--port", "0"], "--port must be between 1 and 65535, not 0"),
         (["--conf", "spark.connect.grpc.binding.port=1"], "use --port and --host"),
         (["--conf", "novalue"], "is not of the form KEY=VALUE"),
+        (["--master", "bogus"], "unknown Spark master 'bogus'"),
     ],
 )
 def test_serve_refuses_before_starting_anything(args, message, capsys):
     assert main(["serve", *args]) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and "--remote" not in err  # the server's own options, not run's
 
 
 def test_missing_query_file(capsys):
