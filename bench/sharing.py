@@ -11,8 +11,9 @@ S-A: A1's aggregation with SLIDE = WITHIN / 168:
 
 Each run is `cetql run … --output DIR --format parquet --sharing copy|blocks`
 in a fresh process.  With copies, Spark writes, shuffles and sorts 168 rows
-per event; with blocks at most 2.  The kernels' work (every window evaluated
-on its own) is the same.  The section "## Sliding windows: blocks against
+per event; with blocks at most 2.  With blocks, S-D builds each block's graph
+once and walks every window on it (bench/shared_graph.py measures that part
+alone); S-A propagates one count per window of a block in one pass.  The section "## Sliding windows: blocks against
 copies" of bench/RESULTS.md is replaced.
 """
 
@@ -107,7 +108,8 @@ def write_results(path: str, rows, warm: dict) -> None:
         "",
         f"Run {dt.date.today()} on {platform.node()}: {os.cpu_count()} cores. Script: `python bench/sharing.py`. "
         "End to end, Spark start included; outputs of both checked equal (rows, and the total length of the "
-        "trends or the sum of the counts).",
+        "trends or the sum of the counts). With blocks, S-D walks every window of a block on the block's one "
+        "graph and S-A propagates a count per window of a block in one pass.",
         "",
         f"- S-D: `{CASES['S-D'][1]}` on bench/generate.py's checks (one per time unit, 50 accounts).",
         f"- S-A: `{CASES['S-A'][1]}` on bench/aggregate.py's stream (10 ids, one event per time unit).",
