@@ -159,6 +159,7 @@ def cmd_run(args) -> int:
         if is_connect(spark):  # release this client's session on the server (its Python workers too)
             _ACTIVE.pop("spark", None)
             try:
+                spark.client.set_retry_policies([])  # a server that is gone is not waited for again
                 spark.stop()
             except Exception:  # noqa: BLE001 - the server may be gone: nothing to release
                 pass

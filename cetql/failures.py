@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from .errors import CetqlError
-from .session import log_path
+from .session import CONNECT_RETRY_SECONDS, log_path
 
 # cetql's own exceptions that a Python worker may raise, by class name.
 _KERNEL_ERRORS = ("TrendLimitExceeded", "AggregateOverflow", "CetqlError")
@@ -25,15 +25,13 @@ class JobFailed(CetqlError):
 
 
 def _condition(e) -> str | None:
-    for name in ("getCondition", "getErrorClass"):
+    for name in ("getCondition", "getErrorClass"):  # the second only where the first is missing (it is deprecated)
         f = getattr(e, name, None)
         if f is not None:
             try:
-                value = f()
+                return f() or None
             except Exception:
-                value = None
-            if value:
-                return value
+                return None
     return None
 
 
@@ -98,6 +96,19 @@ def _cause(e, name: str, text: str, condition: str | None):
     return first or (name, text, condition)
 
 
+def _server_lost(e: BaseException, text: str) -> bool:
+    """A Connect client that has given up on its server (gRPC UNAVAILABLE,
+    after its retries)."""
+    code = getattr(e, "code", None)
+    if callable(code):
+        try:
+            if "UNAVAILABLE" in str(code()):
+                return True
+        except Exception:  # noqa: BLE001 - not a gRPC error after all
+            pass
+    return type(e).__name__ == "SparkConnectGrpcException" and "StatusCode.UNAVAILABLE" in text
+
+
 def describe(e: BaseException, diagnose=None) -> CetqlError:
     """A one-line error for exception `e` from a Spark action.  `diagnose()`
     (optional) counts the rows the scan refused, for USER_RAISED_EXCEPTION."""
@@ -105,6 +116,11 @@ def describe(e: BaseException, diagnose=None) -> CetqlError:
         return e
     name = type(e).__name__
     text = str(e)
+    if _server_lost(e, text):
+        return JobFailed(
+            "lost the Spark Connect server while the query ran: it stopped or cannot be reached "
+            f"(retried for {CONNECT_RETRY_SECONDS} s); nothing was returned"
+        )
     name, text, condition = _cause(e, name, text, _condition(e))
     if name == "PythonException" or "PythonException" in name:
         msg = kernel_error(text)

@@ -137,12 +137,37 @@ def _connect(remote: str):
         from pyspark.sql import SparkSession
 
         spark = SparkSession.builder.remote(remote).getOrCreate()
+        if remote.startswith("sc://"):
+            _bounded_retries(spark)
     except ImportError as e:
         raise CetqlError(f"Spark Connect needs the pyspark[connect] packages ({e.name} is missing)") from None
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CetqlError(f"cannot reach the Spark Connect server at {remote}: {first}") from None
     return spark
+
+
+# How long a Connect client waits for a server it has lost, in all: it
+# retries (doubling its wait up to 8 s) for about this long, then fails.
+# Spark's own default waits at least 10 minutes, which left a query whose
+# server had died hanging without a word.
+CONNECT_RETRY_SECONDS = 30
+
+
+def _bounded_retries(spark) -> None:
+    import warnings
+
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    # the client warns as it gives up; cetql's own error says so, once
+    warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
+
+    waits, wait, retries = 0.0, 0.05, 0
+    while waits < CONNECT_RETRY_SECONDS:
+        waits += wait
+        wait = min(wait * 4, 8.0)
+        retries += 1
+    spark.client.set_retry_policies([DefaultPolicy(max_retries=retries, max_backoff=8000)])
 
 
 def is_connect(spark) -> bool:

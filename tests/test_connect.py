@@ -154,3 +154,4 @@ def test_cli_run_with_remote_and_spark_remote(spark, connect_url, capsys, tmp_pa
     assert by_env.returncode == 0, by_env.stderr[-3000:]
     assert _csv_rows(by_env.stdout) == local_agg
     assert "Traceback" not in remote.stderr + by_env.stderr
+

@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from processes import free_port, spark_env, start, stop, wait_for_port
 
 from cetql.cli import main
 
@@ -74,6 +75,7 @@ CASES = [
     ("test_bogus_master", "`--master bogus://x`", "exit 2: unknown Spark master"),
     ("test_unreachable_remote", "`--remote sc://…` where no server listens", "exit 1 within seconds: cannot reach the Spark Connect server, and why; no traceback"),
     ("test_master_beside_remote", "`--master` and `--remote` together", "exit 2 before Spark starts: give one"),
+    ("test_server_dies_mid_query", "the `--remote` server dies while the query runs", "exit 1 within a minute: lost the Spark Connect server; no output left, no traceback"),
     ("test_memory_budget_not_a_size", "`--memory-budget lots` (or 0, or 1.5 bytes)", "exit 2: must be a size such as 512m or 2g"),
     ("test_negative_limit", "`--limit -1`", "exit 2: must be zero or positive"),
     ("test_missing_query_file", "a query file that does not exist", "exit 2"),
@@ -636,6 +638,55 @@ def test_compile_and_run_read_the_same_types(spark, capsys, q, tmp_path):
     execution = cetql.compile(text).execution(str(data), spark=spark)
     assert execution.plan.find(type(execution.plan.operators()[0])).inputs.time_kind == "timestamp_ns"
     assert execution.dataframe.count() == 2
+
+
+def test_server_dies_mid_query(tmp_path):
+    """A Connect server that dies while a query runs: the client gives up
+    after its bounded retries (about 30 s a call, where Spark's default
+    waits at least 10 minutes) with a one-line error, and leaves no
+    output behind."""
+    import time
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 300_000
+    rng = np.random.default_rng(7)
+    src = rng.integers(0, 50, n)
+    names = np.array([f"a{k}" for k in range(50)])
+    data = tmp_path / "checks.parquet"
+    pq.write_table(pa.table({"ts": np.arange(n), "id": np.arange(n), "src": names[src],
+                             "dst": names[(src + rng.integers(1, 50, n)) % 50]}), data)  # fmt: skip
+    query = tmp_path / "q.cet"
+    query.write_text("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 168 SLIDE 1")
+    port = free_port()
+    log = tmp_path / "serve.out"
+    server = start([sys.executable, "-m", "cetql", "serve", "--port", str(port), "--master", "local[2]",
+                    "--driver-memory", "1g"], log, env=spark_env(CETQL_LOG_DIR=str(tmp_path)))  # fmt: skip
+    client = None
+    try:
+        wait_for_port(server, port, log, "cetql serve")
+        out = tmp_path / "out"
+        client = subprocess.Popen(
+            [sys.executable, "-m", "cetql", "run", str(query), "--input", str(data), "--id-col", "id",
+             "--max-trends", "0", "--output", str(out), "--remote", f"sc://127.0.0.1:{port}"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=spark_env(), cwd=tmp_path,
+        )  # fmt: skip
+        time.sleep(8)  # connected, planning or running
+        stop(server, kill=True)  # the server and everything it started, at once
+        killed = time.monotonic()
+        _, err = client.communicate(timeout=240)
+        waited = time.monotonic() - killed
+        print(f"the client failed {waited:.0f} s after its server died")
+        assert client.returncode == 1, err[-3000:]
+        assert "lost the Spark Connect server while the query ran" in err and "Traceback" not in err, err[-3000:]
+        assert "RETRIES_EXCEEDED" not in err and waited < 120
+        assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
+    finally:
+        if client is not None and client.poll() is None:
+            client.kill()
+        stop(server, kill=True)
 
 
 def test_readme_table_lists_every_case():
