@@ -399,7 +399,9 @@ def windows(d: Draft) -> Draft:
     elif d.detection:
         blocks = replace(blocks, reason=blocks.reason + f"; its graph built on its own ({why_not})")
     in_blocks = (d.partition_reason.replace("one group per window", "one group per block of windows")
-                 + f"; a kernel group holds a block of {copies} windows, each window evaluated on its own slice")  # fmt: skip
+                 + f"; a kernel group holds a block of {copies} windows, "
+                 + ("each window walked on the block's one graph" if shared_graph
+                    else "each window evaluated on its own slice"))  # fmt: skip
     if o.sharing == Sharing.BLOCKS:
         if distributed:
             raise UsageError(
