@@ -80,22 +80,26 @@ class CompiledQuery:
         return explain_json(self) if format == "json" else explain_text(self)
 
     def execution(self, data=None, *, spark=None, params: dict | None = None, options: RunOptions | None = None,
-                  **keywords) -> Execution:  # fmt: skip
+                  watermark=None, **keywords) -> Execution:  # fmt: skip
         """Bind the query to its inputs and plan it: nothing runs yet.
 
         `data`: a DataFrame, a path (CSV/Parquet/JSON lines, file or folder)
         or a table/view name for a single-type stream, or a dict
         {type name: one of those}; typed inputs may also be keywords
-        (`Check=df`).  Other keywords are run options (see `RunOptions`)."""
+        (`Check=df`).  Other keywords are run options (see `RunOptions`).
+        Streaming DataFrames give a streaming result: `watermark` ("10
+        minutes", or a number in the time column's units; default 0) is how
+        far behind the latest event time a window may still receive events."""
         typed = {k: keywords.pop(k) for k in list(keywords) if k not in _OPTION_NAMES}
         opts = RunOptions.of(options or self.options, **keywords)
         merged = {**dict(self.params), **check_params(dict(params or {}))}
-        return execute(self, data, typed, spark=spark, params=merged, options=opts)
+        return execute(self, data, typed, spark=spark, params=merged, options=opts, watermark=watermark)
 
     def run(self, data=None, *, spark=None, params: dict | None = None, options: RunOptions | None = None,
-            **keywords):  # fmt: skip
+            watermark=None, **keywords):  # fmt: skip
         """The query's result as a lazy DataFrame (see `execution`)."""
-        return self.execution(data, spark=spark, params=params, options=options, **keywords).dataframe
+        return self.execution(data, spark=spark, params=params, options=options, watermark=watermark,
+                              **keywords).dataframe  # fmt: skip
 
 
 _OPTION_NAMES = set(RunOptions.__dataclass_fields__)

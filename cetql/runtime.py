@@ -22,6 +22,7 @@ from .planner.semantics.bind import bind
 from .planner.semantics.schema import NUMERIC, OTHER, STRING, TIMESTAMP, Schema
 from .planner.spark import reader
 from .planner.spark.compiler import Input, compile_events, compile_physical
+from .planner.spark.streaming import Delay, compile_stream
 from .session import get_spark
 
 
@@ -33,13 +34,21 @@ class Execution:
     inputs: dict[str | None, Input]
     spark: object
     source: str  # the query text, for messages
+    watermark: Delay | None = None  # a streaming input: how far the watermark runs behind (None: batch)
     _df: object = None
     _physical: object = None
 
     @property
+    def streaming(self) -> bool:
+        return self.watermark is not None
+
+    @property
     def dataframe(self):
         if self._df is None:
-            self._df, self._physical = compile_physical(self.plan, self.inputs)
+            if self.streaming:  # each window answered once, when the watermark passes it
+                self._df, self._physical = compile_stream(self.plan, self.inputs, self.watermark)
+            else:
+                self._df, self._physical = compile_physical(self.plan, self.inputs)
         return self._df
 
     @property
@@ -53,9 +62,10 @@ class Execution:
         return compile_events(self.plan, self.inputs)
 
 
-def execute(compiled, data, typed: dict, *, spark, params: dict, options: RunOptions) -> Execution:
+def execute(compiled, data, typed: dict, *, spark, params: dict, options: RunOptions, watermark=None) -> Execution:
     spark = spark or get_spark()
     inputs = resolve(spark, data, typed)
+    delay = streaming_delay(inputs, watermark)
     known = describe_inputs(inputs, options.time_col)
     pattern_types = {p.type for p in compiled.query.positions.values()}
     unknown = set(known.types) - pattern_types
@@ -74,7 +84,20 @@ def execute(compiled, data, typed: dict, *, spark, params: dict, options: RunOpt
     memory, slots = executor_resources(spark)
     known = replace(known, executor_memory=memory, task_slots=slots)
     plan = plan_for(compiled, params, options, known)
-    return Execution(plan, inputs, spark, compiled.source)
+    return Execution(plan, inputs, spark, compiled.source, delay)
+
+
+def streaming_delay(inputs: dict[str | None, Input], watermark) -> Delay | None:
+    """The watermark delay of streaming inputs (0 when not given); None for
+    batch inputs, which take no watermark."""
+    streams = [inp.df.isStreaming for inp in inputs.values()]
+    if any(streams) and not all(streams):
+        raise UsageError("some inputs are streams and some are not; give every input as a stream (spark.readStream)")
+    if not any(streams):
+        if watermark is not None:
+            raise UsageError("watermark= is for streaming inputs (spark.readStream); a batch query reads all its data")
+        return None
+    return Delay.parse(watermark)
 
 
 def executor_resources(spark) -> tuple[str | None, int]:
