@@ -24,7 +24,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from . import __version__, draw, gen, repl, serve
+from . import __version__, draw, gen, repl, serve, streaming
 from .arguments import parse_inputs, parse_params, read_query
 from .errors import CetqlError, QueryError, QuerySyntaxError, UsageError
 from .explain import explain_data, explain_text, summary_text
@@ -111,6 +111,11 @@ def cmd_run(args) -> int:
     options = run_options(args)
     params = parse_params(args.param)
     data, typed = parse_inputs(args.input)
+    if args.stream:
+        return cmd_stream(args, text, options, params, data, typed)
+    for flag in ("checkpoint", "watermark", "trigger", "until_idle"):
+        if getattr(args, flag) is not None:
+            raise UsageError(f"--{flag.replace('_', '-')} is for streams: add --stream")
     fmt = None
     if args.output is not None:
         if args.format == "table":
@@ -164,6 +169,24 @@ def cmd_run(args) -> int:
             except Exception:  # noqa: BLE001 - the server may be gone: nothing to release
                 pass
     return 0
+
+
+def cmd_stream(args, text: str, options: RunOptions, params: dict, data, typed: dict) -> int:
+    """`run --stream`: each window written (or printed) once, when the watermark passes it."""
+    fmt, checkpoint = streaming.check_stream_args(args)
+    compiled = compile(text, params, options=options, inputs=known_inputs(data, typed, options.time_col),
+                       strict_params=True)  # fmt: skip
+    spark = get_spark(args.master, remote=args.remote, verbose=args.verbose)
+    _ACTIVE["spark"] = spark
+    streaming.configure(spark)
+    try:
+        inputs = streaming.stream_inputs(spark, data, typed)
+        execution = compiled.execution(inputs, spark=spark, options=options, watermark=args.watermark or 0)
+        return streaming.run_stream(spark, execution, args, fmt, checkpoint)
+    except (CetqlError, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        raise describe(e) from None
 
 
 def _show_attrs(text: str | None):
@@ -238,6 +261,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--remote", help="a Spark Connect server, sc://host:port (also: SPARK_REMOTE)")
     r.add_argument("--partitions", type=int, help="Spark partitions for the kernels (default: shuffle partitions)")
     r.add_argument("--verbose", action="store_true", help="let Spark's own log reach the terminal")
+    s = r.add_argument_group("streams (--stream)")
+    s.add_argument("--stream", action="store_true",
+                   help="read --input as a stream (a folder that receives files, or a table): each window is written "
+                        "or printed once, when the watermark passes its end; runs until Ctrl-C or --until-idle")
+    s.add_argument("--checkpoint", metavar="PATH",
+                   help="the stream's progress and open windows; the same path resumes it (needed with --output)")
+    s.add_argument("--watermark", metavar="DELAY",
+                   help="how far behind the latest event time a window still takes events, e.g. '10 minutes' "
+                        "(a bare number: the time column's units; default 0); later events are counted and dropped")
+    s.add_argument("--trigger", metavar="INTERVAL",
+                   help="start a micro-batch every INTERVAL, e.g. '10 seconds' (default: as soon as files arrive)")
+    s.add_argument("--until-idle", type=float, metavar="SECONDS", help="stop after SECONDS without new input")
     r.set_defaults(func=cmd_run)
 
     repl.add_parser(sub)

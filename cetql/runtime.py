@@ -152,7 +152,9 @@ def resolve(spark, data, typed: dict) -> dict[str | None, Input]:
         raise UsageError("give either one untyped input or inputs bound to type names (Type=...), not both")
     out = {}
     for name, value in given.items():
-        if isinstance(value, DataFrame):
+        if isinstance(value, Input):  # read already (a stream read by the batch reader's rules)
+            out[name] = value
+        elif isinstance(value, DataFrame):
             out[name] = Input(value)
         elif isinstance(value, (str, Path)):
             out[name] = read_input(spark, value)

@@ -34,6 +34,7 @@ input and a `StreamSpec`.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -60,7 +61,8 @@ from . import reader
 
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-METRICS = "cetql"  # the observed metrics' name in each micro-batch's progress
+METRICS = "cetql"  # the observed metrics' name in each micro-batch's progress (cetql_2, … for later streams)
+_streams = itertools.count(1)  # Spark refuses two observations of one name in a query (streams unioned)
 STATS = ("late", "stored", "purged", "windows")
 OPERATOR_OUTPUT = ", ".join(f"{s} long" for s in STATS) + ", blob binary"
 
@@ -211,7 +213,8 @@ def stateful(df: DataFrame, phys: Physical, spec: S.StreamSpec) -> DataFrame:
         statefulProcessor=WindowsProcessor(spec), outputStructType=OPERATOR_OUTPUT, outputMode="Append",
         timeMode="EventTime",
     )  # fmt: skip
-    answered = answered.observe(METRICS, *[F.sum(s).alias(s) for s in STATS])
+    n = next(_streams)
+    answered = answered.observe(METRICS if n == 1 else f"{METRICS}_{n}", *[F.sum(s).alias(s) for s in STATS])
     if spec.detect:
         out_schema = process.detect_schema(spec.kernel, arrow)
     else:
