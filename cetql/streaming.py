@@ -51,6 +51,8 @@ def check_stream_args(args) -> tuple[OutputFormat | None, Path | None]:
         path = Path(spec.split("=", 1)[1] if "=" in spec and not Path(spec).exists() else spec)
         if path.is_file():
             raise UsageError(f"--stream reads a folder that receives files; '{path}' is a file (give its folder)")
+    Delay.parse(args.watermark)
+    parse_interval(args.trigger)
     checkpoint = Path(args.checkpoint) if args.checkpoint else None
     fmt = None
     if args.output is not None:
@@ -61,6 +63,10 @@ def check_stream_args(args) -> tuple[OutputFormat | None, Path | None]:
             raise UsageError("--format table prints the result; with --output give parquet, csv or json")
         fmt = OutputFormat(args.format or "parquet")
         _check_resume(Path(args.output), checkpoint)
+    inputs = [i.split("=", 1)[-1] if "=" in i and not Path(i).exists() else i for i in (args.input or [])]
+    for path in (checkpoint, args.output):  # never in the folder being read, never over what is there
+        if path is not None:
+            check_target(str(path), OutputMode.APPEND, inputs)
     return fmt, checkpoint
 
 
@@ -128,9 +134,6 @@ def run_stream(spark, execution, args, fmt: OutputFormat | None, checkpoint: Pat
         temporary = Path(tempfile.mkdtemp(prefix="cetql-stream-"))
         checkpoint = temporary / "checkpoint"
     sink = Path(args.output) if args.output else checkpoint / "printed"
-    inputs = [i.split("=", 1)[-1] if "=" in i and not Path(i).exists() else i for i in (args.input or [])]
-    for path in (checkpoint, sink) if args.output else (checkpoint,):  # never inside the folder being read
-        check_target(str(path), OutputMode.APPEND, inputs)
     fmt = fmt or OutputFormat.PARQUET
     writer = prepare_for_format(df, fmt).writeStream.format(fmt.value).outputMode("append")
     if fmt == OutputFormat.CSV:
