@@ -31,6 +31,8 @@ from test_kernels import _compile_or_skip, queries, stream
 from cetql.options import RunOptions
 from cetql.planner.kernels import stream as S
 from cetql.planner.logical.plan import Windows
+from cetql.planner.lower import lower
+from cetql.planner.spark.streaming import stream_plan
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 CLOCK = S.Clock(Fraction(1000))  # numeric seconds
@@ -66,7 +68,7 @@ def replay(plan, phys, events, batches, delay_ms):
                 late_ids |= dropped
                 if kept.num_rows:
                     state.setdefault(key, []).append(S.to_ipc(kept))
-                    timers.setdefault(key, set()).update(S.timers(spec, kept))
+                    timers.setdefault(key, set()).add(S.next_timer(spec, kept))
         _fire(spec, state, timers, watermark, out)
         sizes.append(sum(S.from_ipc(v).num_rows for v in state.values()))
         clocks = [int(CLOCK.of(pa.array([e["ts"]]).to_numpy())[0]) for e in batch]
@@ -94,6 +96,8 @@ def _fire(spec, state, timers, watermark, out):
             del timers[key]
         else:
             state[key] = [S.to_ipc(closed.remaining)]
+            timers[key].add(S.next_timer(spec, closed.remaining))
+            assert min(timers[key]) > watermark
 
 
 def micro_batches(draw, events, max_delay):
@@ -115,8 +119,16 @@ def _key(row, plan):
     return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in row.items()))
 
 
-def _check(text, typed, events, batches, delay_ms, options):
+def streamed(plan, events):
+    """The plan a stream runs (blocks of windows a key) and its lowering."""
+    plan = stream_plan(plan)
+    return plan, lower(plan, tuple(sorted({k for e in events for k in e})))
+
+
+def _check(text, typed, events, batches, delay_ms, options, widen=True):
     plan, phys, _ = run_local(text, events, typed=typed, options=options)
+    if widen:
+        plan, phys = streamed(plan, events)
     got, late_ids, _ = replay(plan, phys, events, batches, delay_ms)
     kept = [e for e in events if e["id"] not in late_ids]
     _, _, want = run_local(text, kept, typed=typed, options=options)
@@ -125,8 +137,9 @@ def _check(text, typed, events, batches, delay_ms, options):
 
 
 @FAST
-@given(st.data(), st.booleans(), st.booleans(), st.sampled_from(["COMPLETE", "MAXIMAL", "ALL"]))
-def test_streamed_windows_equal_batch_windows(data, typed, aggregation, trend_set):
+@given(st.data(), st.booleans(), st.booleans(), st.sampled_from(["COMPLETE", "MAXIMAL", "ALL"]), st.booleans())
+def test_streamed_windows_equal_batch_windows(data, typed, aggregation, trend_set, widen):
+    """Keyed by the stream's blocks of windows, or as the batch plan keys its groups."""
     text = data.draw(queries(aggregation, repeated_types=not typed))
     trends = None if aggregation else trend_set
     options = RunOptions.of(trends=trends, max_trends=0)
@@ -135,7 +148,7 @@ def test_streamed_windows_equal_batch_windows(data, typed, aggregation, trend_se
     assume(events)
     batches = micro_batches(data.draw, events, max_delay=data.draw(st.sampled_from([0, 3, 8])))
     delay_ms = data.draw(st.sampled_from([0, 2000, 100_000]))
-    late = _check(text, typed, events, batches, delay_ms, options)
+    late = _check(text, typed, events, batches, delay_ms, options, widen)
     if delay_ms == 100_000:
         assert not late
 
@@ -153,7 +166,7 @@ def test_late_events_are_exactly_those_behind_the_watermark(data):
     assume(events)
     batches = micro_batches(data.draw, events, max_delay=10)
     delay_ms = data.draw(st.sampled_from([0, 1000, 4000]))
-    plan, phys = plan_for(text, columns=("ts", "x", "g", "k", "id"))
+    plan, phys = streamed(plan_for(text, columns=("ts", "x", "g", "k", "id"))[0], events)
     table = kernel_table(plan, phys, events)
     spec = stream_spec(plan, phys)
     counted = 0
@@ -181,12 +194,12 @@ def test_state_holds_open_windows_only():
     text = "PATTERN Check+ c[] WHERE c[i].x <= c[i-1].x\nWITHIN 10 SLIDE 2"
     rnd = random.Random(7)
     events = [{"ts": t, "x": rnd.randint(0, 3), "g": "g", "k": "u", "id": t} for t in range(400)]
-    plan, phys = plan_for(text, columns=("ts", "x", "g", "k", "id"))
-    batches = [events[i : i + 10] for i in range(0, len(events), 10)]
-    _, _, sizes = replay(plan, phys, events, batches, 0)
-    # an event is in at most 2 blocks; the open windows span at most 10 + 10 + 2 time units
-    assert max(sizes) <= 2 * (10 + 10 + 2 + 2)
-    assert max(sizes[len(sizes) // 2 :]) <= max(sizes[: len(sizes) // 2]) + 4
+    for plan, phys in (plan_for(text, columns=("ts", "x", "g", "k", "id")), streamed(plan_for(text)[0], events)):
+        batches = [events[i : i + 10] for i in range(0, len(events), 10)]
+        _, _, sizes = replay(plan, phys, events, batches, 0)
+        # an event is in at most 2 blocks; the open windows span at most 10 + 10 + 2 time units
+        assert max(sizes) <= 2 * (10 + 10 + 2 + 2)
+        assert max(sizes[len(sizes) // 2 :]) <= max(sizes[: len(sizes) // 2]) + 4
 
 
 def test_clock_keeps_window_ends_exact():

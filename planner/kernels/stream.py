@@ -8,8 +8,8 @@ of open windows, as Arrow IPC chunks; this module decides, for one key:
 
     accept(spec, events, watermark)  the events not behind the watermark
                                      (and how many were, counted once each)
-    timers(spec, events)             the clock time at which each of their
-                                     windows closes
+    next_timer(spec, events)         the clock time at which the earliest of
+                                     their windows closes
     close(spec, events, watermark)   the rows of every window the watermark
                                      has passed (by `detect_table` or
                                      `aggregate_table`, as in batch), and
@@ -223,10 +223,13 @@ def _union(lo: np.ndarray, hi: np.ndarray) -> list[int]:
     return ks
 
 
-def timers(spec: StreamSpec, table: pa.Table) -> list[int]:
-    """The clocks at which the windows of these events (in their key) close."""
-    lo, hi = _windows(spec, table)
-    return sorted({spec.end_clock(k) for k in _union(lo, hi)})
+def next_timer(spec: StreamSpec, table: pa.Table) -> int:
+    """The clock at which the earliest window of these events (in their key)
+    closes: a key keeps a timer for its earliest open window, and sets the
+    next one when that fires (every window whose end the watermark has
+    passed by then closes with it)."""
+    lo, _ = _windows(spec, table)
+    return spec.end_clock(int(lo.min()))
 
 
 @dataclass

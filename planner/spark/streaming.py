@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
@@ -48,13 +48,13 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from cetql.errors import UsageError
-from cetql.options import TIME_UNITS, Strategy
+from cetql.options import TIME_UNITS, Sharing, Strategy
 from cetql.parser import TIME_UNITS as DURATION_SECONDS
 from cetql.parser import UNIT_ALIASES
 
 from ..kernels import process
 from ..kernels import stream as S
-from ..logical.plan import Detect, Filter, LogicalPlan, Partition, Scan, Windows
+from ..logical.plan import Decision, Detect, Filter, LogicalPlan, Partition, Scan, Windows
 from ..lower import Physical, lower
 from . import compiler as C
 from . import reader
@@ -64,6 +64,7 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 METRICS = "cetql"  # the observed metrics' name in each micro-batch's progress (cetql_2, … for later streams)
 _streams = itertools.count(1)  # Spark refuses two observations of one name in a query (streams unioned)
 STATS = ("late", "stored", "purged", "windows")
+STREAM_BLOCK = 64  # windows a key holds at least (see stream_plan)
 OPERATOR_OUTPUT = ", ".join(f"{s} long" for s in STATS) + ", blob binary"
 
 
@@ -166,10 +167,35 @@ def refuse(plan: LogicalPlan) -> None:
 # ---------------------------------------------------------------- the plan
 
 
+def stream_plan(plan: LogicalPlan) -> LogicalPlan:
+    """The streaming decision on keys.  A stream pays per key and
+    micro-batch (a state read, a timer, a call into Python), where batch
+    pays per group once: so a key holds a block of at least `STREAM_BLOCK`
+    consecutive windows (an event is still in at most two blocks), and
+    each timer that fires answers every window of the block the watermark
+    has passed in one kernel call.  The block's state is the events of its
+    open windows, whatever its width.  A block the plan chose keeps its
+    shared graph or propagation (valid for any width); `--sharing copy`
+    keeps a key per window."""
+    op = plan.find(Windows)
+    if op.sharing.reason.startswith("forced by --sharing copy"):
+        return plan
+    width = max(plan.query.window.copies, op.block, STREAM_BLOCK)
+    if width == op.block:
+        return plan
+    why = (f"a stream: blocks of {width} consecutive windows a key (each event in at most 2), so that a key's "
+           "timer answers every window the watermark has passed in one kernel call")  # fmt: skip
+    blocks = replace(op, sharing=Decision(Sharing.BLOCKS.value, why), block=width,
+                     propagate=op.propagate and bool(op.block), shared_graph=op.shared_graph and bool(op.block))  # fmt: skip
+    part = plan.find(Partition)
+    return replace(plan, root=replace(plan.root, child=replace(part, child=blocks)))
+
+
 def compile_stream(plan: LogicalPlan, inputs: dict, delay: Delay) -> tuple[DataFrame, Physical]:
     """The streaming DataFrame of the plan over streaming inputs, and the
     lowered plan it was built from."""
     refuse(plan)
+    plan = stream_plan(plan)
     check_session(next(iter(inputs.values())).df.sparkSession)
     columns = tuple(dict.fromkeys(c for i in inputs.values() for c in i.df.columns))
     phys = lower(plan, columns)
@@ -263,8 +289,7 @@ class WindowsProcessor(StatefulProcessor):
         kept, late = S.accept(self.spec, table, timerValues.getCurrentWatermarkInMs())
         if kept.num_rows:
             self.events.appendValue((S.to_ipc(kept),))
-            for at in S.timers(self.spec, kept):
-                self.handle.registerTimer(at)
+            self.handle.registerTimer(S.next_timer(self.spec, kept))
         yield _stats(late=late, stored=kept.num_rows)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
@@ -282,6 +307,7 @@ class WindowsProcessor(StatefulProcessor):
         else:
             if closed.windows:  # the events left no longer name the windows just answered
                 self.events.put([(S.to_ipc(closed.remaining),)])
+            self.handle.registerTimer(S.next_timer(self.spec, closed.remaining))
             self.closed_at.update((wm,))
         if closed.batches:
             blobs = [S.to_ipc(pa.Table.from_batches([b])) for b in closed.batches]
