@@ -167,8 +167,10 @@ def _watch(query, args, printer) -> int:
                 if printer is not None:
                     printer.print_new()
                 if counts["windows"] or counts["late"]:
-                    print(f"batch {seen}: {counts['windows']:,} window(s) answered; {counts['late']:,} event(s) "
-                          f"behind the watermark dropped ({late_total:,} in all)", file=sys.stderr)  # fmt: skip
+                    rows = int((p.get("sink") or {}).get("numOutputRows", -1))
+                    written = f", {rows:,} row(s)" if rows >= 0 else ""
+                    print(f"batch {seen}: {counts['windows']:,} window(s) answered{written}; {counts['late']:,} "
+                          f"event(s) behind the watermark dropped ({late_total:,} in all)", file=sys.stderr)  # fmt: skip
             if idle is not None and _busy(query):  # idle counts from the end of the last micro-batch
                 last_input = time.monotonic()
             if idle is not None and time.monotonic() - last_input > idle:

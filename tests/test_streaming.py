@@ -23,6 +23,7 @@ window) in test_streaming_cli.py.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import random
@@ -55,8 +56,9 @@ ONCE = settings(
     max_examples=1, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate]
 )
 SCHEMA = pa.schema([("case", pa.int64()), ("id", pa.int64()), ("ts", pa.int64()), ("x", pa.int64()),
-                    ("g", pa.string()), ("k", pa.string())])  # fmt: skip
-DDL = "case long, id long, ts long, x long, g string, k string"
+                    ("g", pa.string()), ("k", pa.string()), ("at", pa.timestamp("us", tz="UTC"))])  # fmt: skip
+DDL = "case long, id long, ts long, x long, g string, k string, at timestamp"
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 FLUSH = {"case": -1, "id": 10**9, "ts": 10**6, "x": 0, "g": "g", "k": "u"}  # moves the watermark past every window
 
 
@@ -80,8 +82,17 @@ def write_files(folder: Path, batches: list[list[dict]]) -> None:
     now = time.time() - 10_000
     for i, events in enumerate(batches):
         path = folder / f"part-{i:04d}.parquet"
-        pq.write_table(pa.Table.from_pylist(events, SCHEMA), path)
+        pq.write_table(pa.Table.from_pylist([row(e) for e in events], SCHEMA), path)
         os.utime(path, (now + i, now + i))
+
+
+def row(e: dict) -> dict:
+    """An event with its time also as a timestamp (`at`: ts seconds after the epoch)."""
+    return {**e, "at": EPOCH + dt.timedelta(seconds=e["ts"])}
+
+
+def frame(spark, events: list[dict]):
+    return spark.createDataFrame([tuple(row(e)[c] for c in SCHEMA.names) for e in events], DDL)
 
 
 def side_by_side(outputs: list) -> object:
@@ -230,7 +241,7 @@ def test_streams_equal_batch_and_reference(streams, tmp_path_factory, data):
     assert all(o.isStreaming for o in outputs)
     rows, progress = run_to_end(side_by_side(outputs), folder)
     assert sum(metrics(p)["late"] for p in progress) == 0
-    static = spark.createDataFrame([tuple(e[c] for c in SCHEMA.names) for e in events], DDL)
+    static = frame(spark, events)
     for q, (text, with_case, opts) in enumerate(chosen):
         batch = spark.cet(with_case, static, id_col="id", **opts)
         assert outputs[q].schema == batch.schema
@@ -261,20 +272,20 @@ def test_late_events_are_counted_and_windows_never_change(streams, tmp_path):
     batches = [first, [*late, *in_time, *second], events(range(41, 61), range(41, 61))]
     assert late_events(batches, delay=5) == {100, 101, 102}
     write_files(tmp_path / "in", [*batches, [FLUSH]])
-    texts = ["RETURN g, COUNT(*), SUM(A.x) PATTERN A+ WHERE [g] AND A.x <= NEXT(A).x GROUP-BY g WITHIN 10",
-             "PATTERN A+ a[] WHERE a[i].x >= a[i-1].x WITHIN 10 SLIDE 5"]  # fmt: skip
+    texts = [("RETURN g, COUNT(*), SUM(A.x) PATTERN A+ WHERE [g] AND A.x <= NEXT(A).x GROUP-BY g WITHIN 10", {}),
+             ("PATTERN A+ a[] WHERE a[i].x >= a[i-1].x WITHIN 10 seconds SLIDE 5 seconds", {"time_col": "at"})]  # fmt: skip
     source = spark.readStream.schema(DDL).option("maxFilesPerTrigger", 1).parquet(str(tmp_path / "in"))
-    outputs = [spark.cet(t, source, id_col="id", watermark="5 s") for t in texts]
+    outputs = [spark.cet(t, source, id_col="id", watermark="5 s", **o) for t, o in texts]
     rows, progress = run_to_end(side_by_side(outputs), tmp_path)
     assert [metrics(p)["late"] for p in progress][:3] == [0, 2 * 3, 0]  # each query counts the three once
     kept = [e for b in batches for e in b if e["id"] not in {100, 101, 102}]
     every = [e for b in batches for e in b]
-    for q, text in enumerate(texts):
-        mine = sorted(row for _, i, row in rows if i == q)
-        on_time = spark.createDataFrame([tuple(e[c] for c in SCHEMA.names) for e in kept], DDL)
-        assert mine == sorted(r["row"] for r in side_by_side([spark.cet(text, on_time, id_col="id")]).collect())
-        every_df = spark.createDataFrame([tuple(e[c] for c in SCHEMA.names) for e in every], DDL)
-        assert mine != sorted(r["row"] for r in side_by_side([spark.cet(text, every_df, id_col="id")]).collect())
+    for q, (text, opts) in enumerate(texts):  # the second on a timestamp column: the same clock
+        mine = sorted(r for _, i, r in rows if i == q)
+        on_time = side_by_side([spark.cet(text, frame(spark, kept), id_col="id", **opts)])
+        assert mine == sorted(r["row"] for r in on_time.collect())
+        every_df = side_by_side([spark.cet(text, frame(spark, every), id_col="id", **opts)])
+        assert mine != sorted(r["row"] for r in every_df.collect())
     once_per_window(rows, lambda q, r: (r["window_start"], r.get("g")))
     written_in = {json.loads(r)["window_start"]: b for b, q, r in rows if q == 0}
     assert written_in[0] == 1  # [0, 10) closed when the watermark reached 15, before the late events came
@@ -333,7 +344,7 @@ def test_what_a_stream_cannot_run_is_refused(streams, tmp_path):
         streams.cet("PATTERN A+ WITHIN 10", source, id_col="id", strategy="distributed")
     with pytest.raises(UsageError, match="watermark"):
         streams.cet("RETURN COUNT(*) PATTERN A+ WITHIN 10", source, watermark="soon")
-    static = streams.createDataFrame([tuple(FLUSH[c] for c in SCHEMA.names)], DDL)
+    static = frame(streams, [FLUSH])
     with pytest.raises(UsageError, match="for streaming inputs"):
         streams.cet("RETURN COUNT(*) PATTERN A+ WITHIN 10", static, watermark="5 s")
 
@@ -354,7 +365,7 @@ def connect_job(spec_path: str) -> None:
     outputs = [spark.cet(q, source, id_col="id", watermark=5, **opts) for q, opts in spec["queries"]]
     assert all(o.isStreaming for o in outputs)
     rows, progress = run_to_end(side_by_side(outputs), folder)
-    static = spark.createDataFrame(spec["events"], DDL)
+    static = spark.createDataFrame(spec["events"], DDL.removesuffix(", at timestamp"))
     batch = [sorted(r["row"] for r in side_by_side([spark.cet(q, static, id_col="id", **opts)]).collect())
              for q, opts in spec["queries"]]  # fmt: skip
     (folder / "result.json").write_text(json.dumps({"rows": rows, "batch": batch,
@@ -371,7 +382,7 @@ def test_streams_on_spark_connect(tmp_path_factory, data):
     assume(len(events) >= 8)
     batches = micro_batches(random.Random(data.draw(st.integers(0, 2**32))), events, disorder=4, n=3)
     write_files(folder / "in", [*batches, [FLUSH]])
-    rows_in = [[e[c] for c in SCHEMA.names] for e in events]
+    rows_in = [[e[c] for c in SCHEMA.names if c != "at"] for e in events]
     spec = {"folder": str(folder), "queries": [(w, o) for _, w, o in chosen], "events": rows_in}
     (folder / "spec.json").write_text(json.dumps(spec))
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}

@@ -53,6 +53,7 @@ from cetql.parser import TIME_UNITS as DURATION_SECONDS
 from cetql.parser import UNIT_ALIASES
 
 from ..kernels import process
+from ..kernels import spec as K
 from ..kernels import stream as S
 from ..logical.plan import Decision, Detect, Filter, LogicalPlan, Partition, Scan, Windows
 from ..lower import Physical, lower
@@ -178,7 +179,7 @@ def stream_plan(plan: LogicalPlan) -> LogicalPlan:
     shared graph or propagation (valid for any width); `--sharing copy`
     keeps a key per window."""
     op = plan.find(Windows)
-    if op.sharing.reason.startswith("forced by --sharing copy"):
+    if plan.options.sharing == Sharing.COPY:
         return plan
     width = max(plan.query.window.copies, op.block, STREAM_BLOCK)
     if width == op.block:
@@ -207,7 +208,7 @@ def compile_stream(plan: LogicalPlan, inputs: dict, delay: Delay) -> tuple[DataF
     df = C.partition(plan.find(Partition), phys, df)
     spec = phys.spec
     extra = []
-    if isinstance(spec, process.K.DetectSpec) and spec.columns.row:
+    if isinstance(spec, K.DetectSpec) and spec.columns.row:
         user = [c for c in columns if not c.startswith(phys.names.prefix)]
         df = df.withColumn(spec.columns.row, F.struct(*[F.col(f"`{c}`") for c in user]))
         extra.append(spec.columns.row)
