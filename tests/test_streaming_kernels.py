@@ -23,6 +23,7 @@ import random
 from fractions import Fraction
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from local_engine import kernel_table, plan_for, run_local
@@ -212,3 +213,44 @@ def test_clock_keeps_window_ends_exact():
     seconds = S.Clock(Fraction(1000))
     assert seconds.at(0.5) - S.OFFSET == 501
     assert (seconds.of(pa.array([0.4999, 0.5]).to_numpy()) - S.OFFSET).tolist() == [499, 500]
+
+
+def test_the_stream_keys_blocks_of_windows():
+    """A stream key holds a block of at least 64 windows (an event in at most
+    two); a block the plan chose keeps its shared graph or propagation;
+    --sharing copy keeps a key per window."""
+    from cetql.planner.spark.streaming import STREAM_BLOCK
+
+    kiting = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst\nWITHIN 100 SLIDE 50"
+    plan = plan_for(kiting)[0]
+    assert plan.find(Windows).sharing.choice == "copy"
+    op = stream_plan(plan).find(Windows)
+    assert (op.sharing.choice, op.block, op.shared_graph) == ("blocks", STREAM_BLOCK, False)
+    many = plan_for("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst\nWITHIN 100 SLIDE 1")[0]
+    assert many.find(Windows).shared_graph
+    op = stream_plan(many).find(Windows)
+    assert (op.block, op.shared_graph) == (100, True)
+    counted = plan_for("RETURN COUNT(*) PATTERN A+ WHERE A.x < NEXT(A).x\nWITHIN 10 SLIDE 1")[0]
+    assert stream_plan(counted).find(Windows).propagate and stream_plan(counted).find(Windows).block == STREAM_BLOCK
+    tumbling = stream_plan(plan_for("PATTERN A+ WITHIN 10")[0]).find(Windows)
+    assert (tumbling.sharing.choice, tumbling.block) == ("blocks", STREAM_BLOCK)
+    forced = plan_for(kiting, options=RunOptions.of(sharing="copy"))[0]
+    assert stream_plan(forced) is forced
+
+
+def test_watermark_delays():
+    from decimal import Decimal
+
+    from cetql.errors import UsageError
+    from cetql.planner.spark.streaming import Delay
+
+    seconds, micros = S.Clock(Fraction(1000)), S.Clock(Fraction(1, 1000))
+    assert Delay.parse("10 minutes").millis(seconds, "numeric") == 600_000
+    assert Delay.parse("1.5s").millis(micros, "timestamp") == 1500
+    assert Delay.parse(5).millis(seconds, "numeric") == 5000  # the column's units: seconds by default
+    assert Delay.parse("5").millis(micros, "timestamp") == 5000  # a bare duration on timestamps: seconds
+    assert Delay.parse("0.0004").millis(seconds, "numeric") == 1  # rounded up to a whole millisecond
+    assert Delay.parse(None) == Delay(Decimal(0))
+    for bad in ("soon", "-3 s", "10 parsecs", "1 2 3", "nan"):
+        with pytest.raises(UsageError, match="not a duration"):
+            Delay.parse(bad)

@@ -4,34 +4,38 @@ answered once, when the watermark passes its end.
     Scan → Watermark → Filter → Windows → Partition      (the batch operators)
          → pack → StatefulWindows → unpack → output columns
 
+- **Keys** (`stream_plan`, the streaming decision): the batch kernel's
+  group — (block of windows, partition keys) — with blocks of at least
+  `STREAM_BLOCK` windows, since a stream pays per key and micro-batch.
 - **Watermark** on every scanned event (before the filter, so that any
   event moves time on): Spark's event-time clock in milliseconds
   (`kernels.stream.Clock`), the delay the user gave.
-- **pack**: a Spark partition's rows, one row per key (the batch kernel's
-  group: window or block, then partition keys) holding its events as an
-  Arrow IPC chunk, so they reach the operator with their exact types.
+- **pack**: a Spark partition's rows, one row per key holding its events
+  as an Arrow IPC chunk, so they reach the operator with their exact types.
 - **StatefulWindows**: `transformWithStateInPandas` keyed by the group, in
   event time.  State per key: its events of open windows (a list of IPC
-  chunks) and the watermark it last closed windows at; a timer per window
-  end.  New events behind the watermark are counted and dropped; a timer
-  that fires answers every window of the key the watermark has passed with
-  the batch kernels (`detect_table`, `aggregate_table`, blocks sharing one
-  graph or one propagation as in batch) and keeps the events of open
-  windows only.  Aggregation keeps events, not running counts: what GRETA
+  chunks) and the watermark it last closed windows at; one timer, at its
+  earliest open window's end.  New events behind the watermark are
+  counted and dropped; a timer that fires answers every window of the key
+  the watermark has passed with the batch kernels (`detect_table`,
+  `aggregate_table`: a shared graph or one propagation where the plan
+  shares blocks), keeps the events of open windows only and sets the next
+  timer.  Aggregation keeps events, not running counts: what GRETA
   propagates depends on every earlier event of the window, which may still
   arrive out of order until the watermark passes.
 - **unpack**: the result chunks as the batch kernel's output rows, then the
   batch's output columns.  Counts (late events, events stored and purged,
   windows answered) leave as Spark observed metrics named `METRICS`.
 
-The seam to the physical plan: `compile_stream` reads the lowered plan
-(`lower`) and the logical Windows/Scan operators for what it needs — the
-kernel spec, keys, how windows reach keys, the window and the time kind —
-and runs the batch compiler's own Scan/Filter/Windows/Partition functions.
-The operator itself, `stateful(df, phys, spec)`, takes only the kernel
-input and a `StreamSpec`.
+The seam to the physical plan: `compile_stream` takes the logical plan,
+makes the streaming decision (`stream_plan`: the Windows operator with the
+stream's blocks), lowers it (`lower`: kernel spec, keys, column
+definitions), reads the window, time kind and time unit, and runs the
+batch compiler's own Scan/Filter/Windows/Partition functions and kernel
+input.  The operator itself, `stateful(df, phys, spec)`, takes only the
+kernel input and a `StreamSpec` (kernel spec, how windows reach keys, the
+window, the clock).
 """
-
 from __future__ import annotations
 
 import itertools
