@@ -21,7 +21,6 @@ import logging
 import os
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from . import __version__, draw, gen, repl, serve
@@ -31,14 +30,13 @@ from .explain import explain_data, explain_text, summary_text
 from .failures import describe
 from .options import OutputFormat, OutputMode, RunOptions
 from .output import check_target, write
-from .planner.logical.plan import Inputs
 from .planner.semantics.schema import parse_ddl
 from .planner.spark.compiler import count_invalid, diagnose_invalid
 from .progress import progress
 from .query import compile
 from .render import print_result
-from .runtime import describe_paths
-from .session import get_spark, is_connect, local_resources, log_path
+from .runtime import default_resources, describe_paths
+from .session import get_spark, is_connect, log_path
 
 EXIT_CANCELLED = 130
 
@@ -86,10 +84,9 @@ def cmd_compile(args) -> int:
         missing = [v for v in ([data] if data else typed.values()) if not Path(str(v)).exists()]
         raise UsageError(f"input '{missing[0]}' does not exist")
     schema = parse_ddl(args.schema) if args.schema else (inputs.schema if inputs else None)
-    # plan for the session `cetql run` starts by default (local[*], its driver memory), so the plan is the one that runs
-    memory, slots = local_resources()
-    inputs = replace(inputs or Inputs(schema=schema), executor_memory=memory, task_slots=slots)
-    compiled = compile(text, params, schema, options=options, inputs=inputs, strict_params=bool(args.param))
+    # planned for the session `cetql run` starts by default (local[*], its driver memory): the plan that runs there
+    compiled = compile(text, params, schema, options=options, inputs=inputs, resources=default_resources(),
+                       strict_params=bool(args.param))  # fmt: skip
     if args.format == "json":
         data_out = explain_data(compiled)
         if not args.ast:

@@ -15,13 +15,15 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from types import SimpleNamespace
 
 from .arguments import parse_inputs, parse_params, read_query
 from .errors import CetqlError, UsageError
 from .failures import describe
 from .options import RunOptions
 from .planner.kernels.process import group_graphs
-from .planner.spark.compiler import compile_kernel_input
+from .planner.physical.kernel import kernel_spec
+from .planner.spark.compiler import kernel_input
 from .query import compile
 from .runtime import describe_paths
 from .session import get_spark
@@ -54,7 +56,11 @@ def group_table(execution, window_start: str | None, groups: dict[str, str], max
     small job to choose the group, one to fetch it."""
     from pyspark.sql import functions as F
 
-    df, phys = compile_kernel_input(execution.plan, execution.inputs)
+    plan = execution.plan
+    df = kernel_input(plan, execution.inputs)
+    phys = SimpleNamespace(spec=kernel_spec(plan), names=plan.names, time_kind=plan.scan.time_kind.value,
+                           keys=tuple((k.column, k.attr) for k in plan.partition.keys),
+                           window_slide=plan.windows.slide, window_length=plan.windows.length)  # fmt: skip
     spec = phys.spec
     window = phys.names.window
     by_attr = {attr: col for col, attr in phys.keys}

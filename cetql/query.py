@@ -1,28 +1,29 @@
 """`cetql.compile(text)` and what it returns.
 
-    text ─parse→ AST ─bind→ BoundQuery ─rules→ LogicalPlan ─Spark compiler→ DataFrame
+    text ─parse→ AST ─plan(compiled, inputs, resources)→ PhysicalPlan ─Spark compiler→ DataFrame
 
-`compile` runs the pure stages and keeps their results; `CompiledQuery.run`
-binds the query to its inputs (their columns and types), plans again with
-what is now known (the same pure functions, so `--explain --input` shows the
-plan that runs), and builds the lazy DataFrame.
+`compile` parses and plans with what is known (refusing, before any data is
+read, what the query makes impossible); `CompiledQuery.run` binds the query
+to its inputs, plans again with their columns and the session's resources —
+through the same `plan` function, so `explain()` given the same inputs and
+resources shows the plan that runs — and builds the lazy DataFrame.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import ast as A
-from .errors import QueryError
 from .explain import explain_json, explain_text
 from .options import RunOptions
 from .parser import parse
-from .planner.logical.build import build
-from .planner.logical.plan import Inputs, LogicalPlan
+from .planner.logical.plan import Inputs, Resources
+from .planner.physical.plan import PhysicalPlan
+from .planner.planning import plan
 from .planner.semantics import ir
-from .planner.semantics.bind import bind, check_params
+from .planner.semantics.bind import check_params
 from .planner.semantics.schema import Schema
-from .runtime import Execution, execute
+from .runtime import Execution, default_resources, execute
 
 
 def compile(  # noqa: A001 - the public name users expect
@@ -33,34 +34,39 @@ def compile(  # noqa: A001 - the public name users expect
     options: RunOptions | None = None,
     strict_params: bool = False,
     inputs: Inputs | None = None,
+    resources: Resources | None = None,
     **keywords,
 ) -> CompiledQuery:
     """Compile query text into a plan.  Parameters missing from `params` are
     listed in `query.unbound` (and refused when it runs) unless
     `strict_params` makes them an error now.  Keywords are run options
     (`trends=`, `strategy=`, `time_col=`, …; see `RunOptions`): what they
-    make impossible is refused here, before any data is read."""
+    make impossible is refused here, before any data is read.  Without
+    `inputs` and `resources`, the plan assumes them (`explain()` says what)."""
     options = RunOptions.of(options, **keywords)
     params = check_params(dict(params or {}))
-    ast = parse(text)
     if inputs is None and schema is not None:
         inputs = Inputs(schema=schema)
-    try:
-        query = bind(ast, params, schema, strict_params=strict_params, time_col=options.time_col)
-        plan = build(query, options, inputs)
-    except QueryError as e:
-        raise e.with_source(text) from None
-    return CompiledQuery(text, ast, query, plan, tuple(sorted(params.items())), options)
+    compiled = CompiledQuery(text, parse(text), tuple(sorted(params.items())), options)
+    return compiled.planned(inputs, resources, strict_params=strict_params)
 
 
 @dataclass(frozen=True)
 class CompiledQuery:
     source: str
     ast: A.Query
-    query: ir.BoundQuery
-    plan: LogicalPlan
     params: tuple[tuple[str, object], ...] = ()
     options: RunOptions = field(default_factory=RunOptions)
+    plan: PhysicalPlan | None = None  # planned for the inputs and resources given to `compile` (or assumed)
+
+    def planned(self, inputs: Inputs | None = None, resources: Resources | None = None, *,
+                strict_params: bool = True) -> CompiledQuery:  # fmt: skip
+        """This query planned for these inputs and resources (the one `plan` function)."""
+        return replace(self, plan=plan(self, inputs, resources or default_resources(), strict_params=strict_params))
+
+    @property
+    def query(self) -> ir.BoundQuery:
+        return self.plan.logical.query
 
     @property
     def kind(self) -> str:
@@ -68,7 +74,7 @@ class CompiledQuery:
 
     @property
     def trend_set(self) -> str:
-        return self.plan.root.trend_set.choice
+        return self.plan.logical.root.trend_set.choice.value
 
     @property
     def predicates(self) -> tuple[ir.Predicate, ...]:
@@ -76,7 +82,7 @@ class CompiledQuery:
 
     def explain(self, format: str = "text") -> str:  # noqa: A002 - the CLI's word
         """The plan as `cetql compile --explain` prints it (format "text"),
-        or as JSON ("json")."""
+        or as JSON ("json"): the logical plan, then the physical plan."""
         return explain_json(self) if format == "json" else explain_text(self)
 
     def execution(self, data=None, *, spark=None, params: dict | None = None, options: RunOptions | None = None,
@@ -90,7 +96,8 @@ class CompiledQuery:
         typed = {k: keywords.pop(k) for k in list(keywords) if k not in _OPTION_NAMES}
         opts = RunOptions.of(options or self.options, **keywords)
         merged = {**dict(self.params), **check_params(dict(params or {}))}
-        return execute(self, data, typed, spark=spark, params=merged, options=opts)
+        bound = replace(self, params=tuple(sorted(merged.items())), options=opts)
+        return execute(bound, data, typed, spark=spark, options=opts)
 
     def run(self, data=None, *, spark=None, params: dict | None = None, options: RunOptions | None = None,
             **keywords):  # fmt: skip

@@ -129,7 +129,7 @@ def print_result(execution, *, limit: int | None, fmt: str | None, show=None, st
         rows = (ordered.limit(n) if n else ordered).collect()
         chain = None
         if kind == "detection":
-            chain = ("values", tuple(show)) if show else default_chain(execution.plan)
+            chain = ("values", tuple(show)) if show else default_chain(execution.plan.logical)
         _table(execution, df, rows, chain, summary(df, kind), stream)
         return
     rows_iter = (ordered.limit(limit) if limit else ordered).toLocalIterator()

@@ -38,7 +38,7 @@ from .planner.spark.compiler import diagnose_invalid
 from .progress import progress
 from .query import compile
 from .render import print_result
-from .runtime import describe_paths, read_input
+from .runtime import default_resources, describe_paths, read_input, session_resources
 from .session import get_spark, is_connect
 
 KEYWORDS = (
@@ -263,7 +263,14 @@ class Shell:
         return read_input(self.spark, value).df
 
     def compiled(self, text: str):
-        return compile(text, self.params, options=self.options, inputs=self._known(), strict_params=True)
+        """The query planned for the REPL's inputs (as far as known without
+        Spark) and its session's resources — what :explain shows; running it
+        plans again, through the same function, with the inputs as read."""
+        return compile(text, self.params, options=self.options, inputs=self._known(), resources=self._resources(),
+                       strict_params=True)  # fmt: skip
+
+    def _resources(self):
+        return session_resources(self._spark) if self._spark is not None else default_resources()
 
     def explain(self, text: str | None) -> None:
         text = text or self.last_query

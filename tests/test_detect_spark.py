@@ -146,9 +146,9 @@ def test_a_memory_budget_too_small_for_any_edge_gives_the_same_trends(spark, tex
     the default."""
     df, per_case = _frame(spark, batch)
     compiled = cetql.compile(_with_case(text), params)
-    memory = compiled.execution(df, id_col="id").plan.root.memory
+    memory = compiled.execution(df, id_col="id").plan.logical.root.memory
     assert f"half the executor memory ({spark.conf.get('spark.driver.memory')}) over its 2 task slots" in memory.reason
-    assert compiled.execution(df, id_col="id", memory_budget=1).plan.root.max_edges == 0
+    assert compiled.execution(df, id_col="id", memory_budget=1).plan.logical.root.max_edges == 0
     want = _reference(text, per_case, params, "COMPLETE")
     assert _spark_trends(df, text, params, "local", "COMPLETE", memory_budget=1) == want
 
@@ -187,9 +187,9 @@ SLIDING_QUERIES = [
 def test_sliding_windows_blocks_equal_copies(spark, text, params, batch):
     df, per_case = _frame(spark, batch)
     compiled = cetql.compile(_with_case(text), params)
-    windows = compiled.execution(df, id_col="id").plan.root.child.child
+    windows = compiled.execution(df, id_col="id").plan.logical.root.child.child
     assert windows.sharing.choice == "blocks" and windows.shared_graph == text.startswith("PATTERN Check+")
-    assert compiled.execution(df, id_col="id", sharing="copy").plan.root.child.child.sharing.choice == "copy"
+    assert compiled.execution(df, id_col="id", sharing="copy").plan.logical.root.child.child.sharing.choice == "copy"
     want = _reference(text, per_case, params, "COMPLETE")
     assert _spark_trends(df, text, params, "local", "COMPLETE") == want
     assert _spark_trends(df, text, params, "local", "COMPLETE", sharing="copy") == want

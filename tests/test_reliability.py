@@ -636,7 +636,7 @@ def test_compile_and_run_read_the_same_types(spark, capsys, q, tmp_path):
     import cetql
 
     execution = cetql.compile(text).execution(str(data), spark=spark)
-    assert execution.plan.find(type(execution.plan.operators()[0])).inputs.time_kind == "timestamp_ns"
+    assert execution.plan.scan.time_kind == "timestamp_ns"
     assert execution.dataframe.count() == 2
 
 
