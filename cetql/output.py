@@ -516,20 +516,26 @@ class staged:
         if self._defer:
             self._pending = self._pending or signum
             return
+        self._deliver(signum, frame)
+
+    def _deliver(self, signum, frame):
+        previous = self._saved.get(signum)
+        if callable(previous) and previous is not signal.default_int_handler:
+            previous(signum, frame)  # e.g. pyspark's SIGINT handler: cancels the jobs, raises KeyboardInterrupt
+            return
         raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
-                if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
+                if signal.getsignal(sig) not in (signal.SIG_IGN, None):
                     self._saved[sig] = signal.signal(sig, self._handle)
         return self
 
     def __exit__(self, typ, exc, tb):
-        terminated = typ is not None and issubclass(typ, Terminated)
+        self._defer = True  # from here a signal waits until the result is in place, or gone
         try:
             if typ is None:
-                self._defer = True  # a signal now waits until the result is in place or gone
                 old = None
                 try:
                     self.written, old = _place(self.source, self.target)
@@ -538,19 +544,19 @@ class staged:
             elif issubclass(typ, KeyboardInterrupt):
                 _quiesce(self.spark)
         finally:
-            self._defer = True
             _discard(self.path)
             for sig, handler in self._saved.items():
                 signal.signal(sig, handler)
-        if self._pending is not None and typ is None:
-            terminated = self._pending == signal.SIGTERM
-            if not terminated:
-                raise KeyboardInterrupt()
-        if terminated:  # what SIGTERM would have done, now that nothing is left behind
-            sys.stdout.flush()
+        pending = self._pending
+        if (typ is not None and issubclass(typ, Terminated)) or (
+            pending == signal.SIGTERM and self._saved.get(pending) == signal.SIG_DFL
+        ):
+            sys.stdout.flush()  # what SIGTERM would have done, now that nothing is left behind
             sys.stderr.flush()
             os.kill(os.getpid(), signal.SIGTERM)
             raise Terminated()
+        if pending is not None and typ is None:
+            self._deliver(pending, None)
         return False
 
 
@@ -568,7 +574,7 @@ def _place(source: Path, target: Target) -> tuple[bool, Path | None]:
         if mode == OutputMode.IGNORE:
             return False, None
         raise CetqlError(f"output '{target.given}' appeared while the query ran; it was left as it is and this result "
-                         f"was not kept — run again with another path ({target.replace_hint()})") from None  # fmt: skip
+                         f"was not kept; run again: {target.replace_hint()}") from None  # fmt: skip
     return True, None
 
 

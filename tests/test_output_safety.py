@@ -355,6 +355,7 @@ def test_folder_appearing_while_the_query_runs(spark, tmp_path, capsys, monkeypa
 
 def test_ctrl_c_inside_a_write_removes_staging(tmp_path):
     out = tmp_path / "out"
+    handler = signal.getsignal(signal.SIGINT)  # Python's, or pyspark's once a SparkContext started
     for interrupt in (lambda: os.kill(os.getpid(), signal.SIGINT), lambda: (_ for _ in ()).throw(KeyboardInterrupt)):
         with pytest.raises(KeyboardInterrupt):
             with output.staged(_target(out, "error")) as stage:
@@ -363,7 +364,7 @@ def test_ctrl_c_inside_a_write_removes_staging(tmp_path):
                 interrupt()
                 time.sleep(5)  # the signal arrives first
         assert not list(tmp_path.iterdir())
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler put back
+    assert signal.getsignal(signal.SIGINT) is handler  # put back
 
 
 def _java_child(pid: int) -> int | None:
