@@ -29,7 +29,7 @@ from .errors import CetqlError, QueryError, QuerySyntaxError, UsageError
 from .explain import explain_data, explain_text, summary_text
 from .failures import describe
 from .options import OutputFormat, OutputMode, RunOptions
-from .output import check_target, write
+from .output import resolve_output, write
 from .planner.semantics.schema import parse_ddl
 from .planner.spark.compiler import count_invalid, diagnose_invalid
 from .progress import progress
@@ -121,8 +121,10 @@ def cmd_run(args) -> int:
     # everything that needs no data is refused now, before Spark starts
     inputs = known_inputs(data, typed, options.time_col)
     compiled = compile(text, params, options=options, inputs=inputs, strict_params=True)
+    target = None
     if args.output is not None:
-        check_target(args.output, mode, [str(v) for v in ([data] if data else typed.values())])
+        target = resolve_output(args.output, mode, inputs=[str(v) for v in ([data] if data else typed.values())],
+                                query_file=args.query_file, fmt=fmt)  # fmt: skip
     show = _show_attrs(args.show)
 
     spark = get_spark(args.master, remote=args.remote, verbose=args.verbose)
@@ -134,7 +136,7 @@ def cmd_run(args) -> int:
         with progress(spark, label):
             execution = compiled.execution(data, spark=spark, options=options, **typed)
             if args.output is not None:
-                rows = write(execution.dataframe, args.output, fmt, mode, [str(v) for v in ([data] if data else typed.values())])
+                rows = write(execution.dataframe, target, fmt)
                 noun = "trends" if compiled.kind == "detection" else "rows"
                 if rows is None:
                     print(f"'{args.output}' exists; nothing written (--mode ignore)" if mode == OutputMode.IGNORE

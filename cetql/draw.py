@@ -21,6 +21,7 @@ from .arguments import parse_inputs, parse_params, read_query
 from .errors import CetqlError, UsageError
 from .failures import describe
 from .options import RunOptions
+from .output import resolve_output, write_file
 from .planner.kernels.process import group_graphs
 from .planner.physical.kernel import kernel_spec
 from .planner.spark.compiler import kernel_input
@@ -162,13 +163,12 @@ def add_parser(subparsers) -> None:
 
 
 def cmd_draw(args) -> int:
+    data, typed = parse_inputs(args.input)
+    target = resolve_output(args.output, args.mode, inputs=[data] if data else list(typed.values()),
+                            query_file=args.query_file, kind="file", writer="draw")  # fmt: skip
     out = Path(args.output)
     if out.suffix.lower() not in FORMATS:
         raise UsageError(f"--output must end in .svg or .png, not '{out.name}'")
-    if out.exists() and args.mode != "overwrite":
-        raise UsageError(f"'{out}' exists; pass --mode overwrite to replace it, or choose another path")
-    if not out.parent.is_dir():
-        raise UsageError(f"folder '{out.parent}' does not exist")
     groups = {}
     for item in args.group or []:
         key, sep, value = item.partition("=")
@@ -177,7 +177,6 @@ def cmd_draw(args) -> int:
         groups[key.strip()] = value
     # one kernel group per window: the group drawn is a window's
     options = RunOptions.of(time_col=args.time_col, id_col=args.id_col, max_trends=0, sharing="copy")
-    data, typed = parse_inputs(args.input)
     known = describe_paths({None: data} if data is not None else dict(typed), options.time_col)
     compiled = compile(read_query(args.query_file), parse_params(args.param), options=options, inputs=known,
                        strict_params=True)  # fmt: skip
@@ -198,7 +197,7 @@ def cmd_draw(args) -> int:
     where = f"window [{k * slide}, {k * slide + length})" if phys.time_kind == "numeric" else f"window {k}"
     keys = ", ".join(f"{attr}={chosen[col]}" for col, attr in phys.keys)
     title = f"{where}{', ' + keys if keys else ''}: {graph.number_of_nodes()} nodes, {graph.number_of_edges()} edges"
-    render(graph, out, title, labels)
+    write_file(target, lambda path: render(graph, path, title, labels))
     print(f"drew {title} to {out}")
     return 0
 
