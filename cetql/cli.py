@@ -58,6 +58,7 @@ def run_options(args) -> RunOptions:
         "id_col": getattr(args, "id_col", None),
         "drop_invalid": getattr(args, "drop_invalid", False),
         "max_trends": getattr(args, "max_trends", None),
+        "max_windows": getattr(args, "max_windows", None),
         "memory_budget": getattr(args, "memory_budget", None),
         "partitions": getattr(args, "partitions", None),
     }
@@ -192,6 +193,8 @@ def _common(p, *, run: bool) -> None:
     p.add_argument("--with-rows", action="store_true", help="detection: add the events' input rows to each trend")
     p.add_argument("--max-trends", type=int, metavar="N",
                    help="detection: refuse a (window, group) with more than N trends (default 10,000,000; 0: no limit)")
+    p.add_argument("--max-windows", type=int, metavar="N",
+                   help="refuse WITHIN/SLIDE that put an event in more than N windows (default 100,000; 0: no limit)")
     p.add_argument("--memory-budget", metavar="SIZE",
                    help="detection: what one task may hold beyond its group's events, e.g. 256m or 2g: its graph's "
                         "edges while they fit in half, and the output batch (default: half the executor memory over "

@@ -96,6 +96,7 @@ class Completeness(StrEnum):
 
 
 DEFAULT_MAX_TRENDS = 10_000_000
+DEFAULT_MAX_WINDOWS = 100_000  # windows one event may fall in (WITHIN / SLIDE)
 
 # Memory of one detection group beyond its events (--memory-budget): half
 # for the graph's stored edges, half for the output batch being filled.
@@ -189,6 +190,7 @@ class RunOptions:
     with_rows: bool = False
     partitions: int | None = None
     max_trends: int = DEFAULT_MAX_TRENDS  # per (window, group); 0: no limit
+    max_windows: int = DEFAULT_MAX_WINDOWS  # windows an event may fall in; 0: no limit
     time_col: str = "ts"
     time_unit: str = "s"  # what one unit of a numeric time column is: s, ms, us or ns
     id_col: str | None = None
@@ -223,6 +225,8 @@ class RunOptions:
             given["partitions"] = _count(given["partitions"], "partitions", allow_zero=False)
         if "max_trends" in given:
             given["max_trends"] = _count(given["max_trends"], "max_trends", allow_zero=True)
+        if "max_windows" in given:
+            given["max_windows"] = _count(given["max_windows"], "max_windows", allow_zero=True)
         if "memory_budget" in given:
             given["memory_budget"] = parse_size(given["memory_budget"])
         if "time_unit" in given:

@@ -21,6 +21,14 @@ SETS = ("sharing", "block", "propagate", "shared_graph")
 
 def apply(d: Draft) -> Draft:
     w, o = d.query.window, d.options
+    unit = "" if w.unitless else " s"
+    if o.max_windows and w.copies > o.max_windows:
+        raise UsageError(
+            f"WITHIN {_plain(w.length)}{unit} SLIDE {_plain(w.slide)}{unit} puts each event in {w.copies:,} windows, "
+            f"more than "
+            f"--max-windows {o.max_windows:,}; use a longer SLIDE (or a shorter WITHIN), or raise --max-windows "
+            "(0: no limit)"
+        )
     none = dict(block=0, propagate=False, shared_graph=False)
     if w.tumbling:
         why = "tumbling windows: each event falls in one window"
@@ -59,6 +67,10 @@ def apply(d: Draft) -> Draft:
     else:
         why = "default: " + blocks
     return replace(d, sharing=Decision(Sharing.BLOCKS, why), block=n, propagate=propagate, shared_graph=shared)
+
+
+def _plain(d) -> str:
+    return format(d.normalize(), "f")
 
 
 def _propagate(d: Draft) -> bool:
