@@ -407,8 +407,8 @@ def scene_of(run: Run, phys, chain, values: dict, *, title: str, wanted: int | N
     states = tuple((s, f"{_piece(positions.get(s))}: an event, {label_of.get(style) or 'labelled by its id'}")
                    for s in run.states)  # fmt: skip
     notes = (
-        "#N: a trend's number for --trend N (trends in the order of their events' ids, as cetql run lists "
-        "them); columns: the events' times, in order",
+        "#N: trend N for --trend N; trends are ordered by their events' ids, as cetql run lists them",
+        "columns: the events' times, in order (not to scale)",
     )
     if not run.complete:
         notes += (f"only the first {MOST_TRENDS:,} trends found are numbered",)

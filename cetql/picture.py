@@ -23,13 +23,15 @@ MAX_W, MAX_H = 1600, 1000
 CHAR_W = 6.2  # px per character of an 8-point label
 NODE = 13  # node diameter, px
 LABEL_H = 11  # a label's height, px
+LEGEND_CHAR, LEGEND_PAD, ROW_H = 6.6, 60.0, 16.0  # px per character of a legend line, beside it, per line
 TREND_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 STATE_FILLS = ("#dbe4ee", "#fde0c5", "#d8efd3", "#efd9ef", "#fff3b0", "#d5f1f1")
 STATE_MARKERS = ("o", "s", "D", "^", "v", "p")
 BASE_EDGE = "#aab4bf"
 MIN_LANE, MAX_LANE = 30.0, 58.0  # px between lanes
 MAX_LANES = 200
-LEFT, RIGHT = 24.0, 24.0  # px beside the columns
+LEFT = 24.0  # px beside the columns, at least
+WIDEST_COLUMN = 160.0
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class Layout:
     plot_top: float = 0.0
     legend_h: float = 0.0
     left: float = 0.0  # x of the first column's left edge
+    lane_px: float = 0.0  # px between lanes (0: a chart)
     ticks: list = field(default_factory=list)  # (y, text) of the height axis, when heights are drawn
 
 
@@ -80,14 +83,35 @@ def _label_px(text: str) -> float:
     return max((len(line) for line in text.split("\n")), default=0) * CHAR_W
 
 
-def _legend_rows(scene: Scene) -> int:
-    return len(scene.coloured) + len(scene.states) + bool(scene.origin_text) + len(scene.notes) + 1
+def _legend_entries(scene: Scene) -> list[tuple[tuple, str]]:
+    """(handle, text) of each legend line; a handle is ("line", colour),
+    ("marker", marker, fill) or ("none",)."""
+    out: list[tuple[tuple, str]] = []
+    for i, t in enumerate(scene.coloured):
+        out.append((("line", TREND_COLOURS[i % len(TREND_COLOURS)]), f"#{t.number}  {t.text}"))
+    for i, (_, what) in enumerate(scene.states):
+        out.append((("marker", STATE_MARKERS[i % len(STATE_MARKERS)], STATE_FILLS[i % len(STATE_FILLS)]), what))
+    if scene.origin_text:
+        out.append((("marker", "o", "white"), scene.origin_text))
+    out.append((("edge", BASE_EDGE), "an edge: the two can be consecutive in a trend"))
+    out += [(("none",), note) for note in scene.notes]
+    return out
 
 
-def _heads(scene: Scene) -> tuple[float, float]:
-    """(height of the title lines, of the legend), px."""
-    rows = _legend_rows(scene)
-    return 22 + 16 * (1 + bool(scene.subtitle)), 16 * math.ceil(rows / (2 if rows > 14 else 1)) + 16
+def _legend_shape(scene: Scene) -> tuple[int, float, float]:
+    """(columns, height, the width it asks for) of the legend, px."""
+    entries = _legend_entries(scene)
+    ncol = 2 if len(entries) > 14 else 1
+    widest = max(len(text) for _, text in entries)
+    return ncol, ROW_H * math.ceil(len(entries) / ncol) + 16, ncol * (LEGEND_PAD + widest * LEGEND_CHAR) + 8
+
+
+def _heads(scene: Scene) -> tuple[float, float, float]:
+    """(height of the title lines, of the legend, the width the legend and
+    title ask for), px."""
+    _, legend_h, legend_w = _legend_shape(scene)
+    title_w = max(len(scene.title) * 8.5, len(scene.subtitle) * CHAR_W) + 32
+    return 22 + 16 * (1 + bool(scene.subtitle)), legend_h, max(legend_w, title_w)
 
 
 def layout(scene: Scene) -> Layout:
@@ -100,16 +124,18 @@ def _chart(scene: Scene) -> Layout:
     from matplotlib.ticker import MaxNLocator
 
     n_cols = max(len(scene.columns), 1)
-    text_h, legend_h = _heads(scene)
+    text_h, legend_h, text_w = _heads(scene)
     axis_h = 30
     values = [float(v) for v in scene.heights.values()]
     lo, hi = min(values), max(values)
     ticks = [t for t in MaxNLocator(6).tick_values(lo, hi) if lo <= t <= hi] if hi > lo else [lo]
     tick_text = [f"{t:g}" for t in ticks]
-    left = LEFT + max(len(t) for t in tick_text) * CHAR_W + 14
-    col_px = min((MAX_W - left - RIGHT) / n_cols, 90.0)
+    side = _side(scene)
+    left = max(LEFT + max(len(t) for t in tick_text) * CHAR_W + 14, side)
+    col_px = min((MAX_W - left - side) / n_cols, 90.0)
     plot_h = min(MAX_H - text_h - legend_h - axis_h - 10, 460.0)
-    width = int(min(MAX_W, max(640, left + n_cols * col_px + RIGHT)))
+    width = int(min(MAX_W, max(640, left + n_cols * col_px + side, text_w)))
+    col_px = max(col_px, min((width - left - side) / n_cols, WIDEST_COLUMN))  # use the page the text takes
     height = int(text_h + legend_h + plot_h + axis_h + 10)
     out = Layout(width, height, col_px=col_px, plot_top=height - text_h, legend_h=legend_h, left=left)
     bottom = out.plot_top - plot_h
@@ -137,8 +163,9 @@ def _lanes_layout(scene: Scene) -> Layout:
     by_key = {n.key: n for n in scene.nodes}
     reach = max((_origin_gap(n, by_key[n.attached]) + _label_px(n.label) / 2 + 4
                  for n in scene.nodes if n.attached is not None), default=0.0)  # fmt: skip
-    usable = MAX_W - LEFT - RIGHT - reach
-    text_h, legend_h = _heads(scene)
+    side = _side(scene)
+    usable = MAX_W - 2 * side - reach
+    text_h, legend_h, text_w = _heads(scene)
     axis_h = 30  # a band's time ticks
     for bands in range(1, 5):
         per_band = math.ceil(n_cols / bands)
@@ -148,14 +175,15 @@ def _lanes_layout(scene: Scene) -> Layout:
         room = MAX_H - text_h - legend_h - axis_h * bands - 10
         if sum(lane_counts) * MIN_LANE <= room or col_px * 2 < NODE + 8:
             break
-    lane_px = max(min(MAX_LANE, room / sum(lane_counts)), MIN_LANE)
+    lane_px = min(MAX_LANE, room / sum(lane_counts))  # under MIN_LANE: labels that would cover a node are left out
     height = int(min(MAX_H, text_h + legend_h + sum(c * lane_px + axis_h for c in lane_counts) + 10))
-    left = LEFT + max((_origin_gap(n, by_key[n.attached]) + _label_px(n.label) / 2 + 4
+    left = side + max((_origin_gap(n, by_key[n.attached]) + _label_px(n.label) / 2 + 4
                        - (by_key[n.attached].column % per_band + 0.5) * col_px
                        for n in scene.nodes if n.attached is not None), default=0.0)  # fmt: skip
-    left = max(LEFT, left)
-    width = int(min(MAX_W, max(640, left + per_band * col_px + RIGHT)))
-    out = Layout(width, height, col_px=col_px, plot_top=height - text_h, legend_h=legend_h, left=left)
+    left = max(side, left)
+    width = int(min(MAX_W, max(640, left + per_band * col_px + side, text_w)))
+    col_px = max(col_px, min((width - left - side) / per_band, WIDEST_COLUMN))  # wider: lanes still hold
+    out = Layout(width, height, col_px=col_px, plot_top=height - text_h, legend_h=legend_h, left=left, lane_px=lane_px)
     top = out.plot_top
     for b, count in enumerate(lane_counts):
         for node in scene.nodes:
@@ -170,6 +198,11 @@ def _lanes_layout(scene: Scene) -> Layout:
             x, y = out.pos[node.attached]
             out.pos[node.key] = (x - _origin_gap(node, by_key[node.attached]), y)
     return out
+
+
+def _side(scene: Scene) -> float:
+    """The margin beside the columns: half the widest label, at least LEFT."""
+    return max(LEFT, max((_label_px(n.label) for n in scene.nodes), default=0.0) / 2 + 8)
 
 
 def _origin_gap(origin: Node, node: Node) -> float:
@@ -251,9 +284,11 @@ def draw(scene: Scene):
     ax.set_xlim(0, lay.width)
     ax.set_ylim(0, lay.height)
     ax.set_axis_off()
-    ax.text(16, lay.height - 12, scene.title, fontsize=11, fontweight="bold", va="top")
+    ax.text(16, lay.height - 12, _cut(scene.title, int((lay.width - 32) / 8.5)), fontsize=11, fontweight="bold",
+            va="top", parse_math=False)  # fmt: skip
     if scene.subtitle:
-        ax.text(16, lay.height - 32, scene.subtitle, fontsize=8.5, va="top", color="#333")
+        ax.text(16, lay.height - 32, _cut(scene.subtitle, int((lay.width - 32) / CHAR_W)), fontsize=8.5, va="top",
+                color="#333", parse_math=False)  # fmt: skip
     _axis(ax, scene, lay)
     ring = _edges(ax, scene, lay)
     _nodes(ax, scene, lay, ring)
@@ -323,9 +358,10 @@ def _nodes(ax, scene: Scene, lay: Layout, ring: dict) -> None:
         for top in (y + half + 1 + LABEL_H, y - half - 1):
             box = (x - w, top - LABEL_H, x + w, top)
             mine = (x - half, y - half, x + half, y + half)
-            if not any(_overlap(box, b) for b in boxes if b != mine) and not any(_overlap(box, b) for b in labels):
+            inside = box[0] >= 0 and box[2] <= lay.width and box[1] >= 0 and box[3] <= lay.height
+            if inside and not any(_overlap(box, b) for b in (*boxes, *labels) if b != mine):
                 labels.append(box)
-                ax.text(x, top, node.label, fontsize=7.5, ha="center", va="top", zorder=5,
+                ax.text(x, top, node.label, fontsize=7.5, ha="center", va="top", zorder=5, parse_math=False,
                         color="#111" if node.key in ring or node.state is None else "#333",
                         gid=f"label-{_gid(node.key)}",
                         bbox={"boxstyle": "square,pad=0.05", "fc": "white", "ec": "none", "alpha": 0.75})  # fmt: skip
@@ -339,26 +375,24 @@ def _overlap(a, b) -> bool:
 def _legend(fig, scene: Scene, lay: Layout) -> None:
     from matplotlib.lines import Line2D
 
+    ncol, _, _ = _legend_shape(scene)
+    room = int((lay.width / ncol - LEGEND_PAD) / LEGEND_CHAR)  # characters a line may take
     handles, texts = [], []
-    for i, t in enumerate(scene.coloured):
-        handles.append(Line2D([], [], color=TREND_COLOURS[i % len(TREND_COLOURS)], linewidth=2.5))
-        texts.append(f"#{t.number}  {_cut(t.text, 120)}")
-    for i, (_, what) in enumerate(scene.states):
-        handles.append(Line2D([], [], linestyle="none", marker=STATE_MARKERS[i % len(STATE_MARKERS)], markersize=8,
-                              markerfacecolor=STATE_FILLS[i % len(STATE_FILLS)], markeredgecolor="#5a6572"))  # fmt: skip
-        texts.append(what)
-    if scene.origin_text:
-        handles.append(Line2D([], [], linestyle="none", marker="o", markersize=8, markerfacecolor="white",
-                              markeredgecolor="#5a6572"))  # fmt: skip
-        texts.append(scene.origin_text)
-    handles.append(Line2D([], [], color=BASE_EDGE, linewidth=1))
-    texts.append("an edge: the two can be consecutive in a trend")
-    for note in scene.notes:
-        handles.append(Line2D([], [], linestyle="none"))
-        texts.append(note)
-    ncol = 2 if len(texts) > 14 else 1
-    fig.legend(handles, texts, loc="lower left", bbox_to_anchor=(8 / lay.width, 4 / lay.height), ncol=ncol,
-               fontsize=8, frameon=False, handlelength=2.2, borderaxespad=0.2, labelspacing=0.45)  # fmt: skip
+    for handle, text in _legend_entries(scene):
+        if handle[0] == "line":
+            handles.append(Line2D([], [], color=handle[1], linewidth=2.5))
+        elif handle[0] == "edge":
+            handles.append(Line2D([], [], color=handle[1], linewidth=1))
+        elif handle[0] == "marker":
+            handles.append(Line2D([], [], linestyle="none", marker=handle[1], markersize=8, markerfacecolor=handle[2],
+                                  markeredgecolor="#5a6572"))  # fmt: skip
+        else:
+            handles.append(Line2D([], [], linestyle="none"))
+        texts.append(_cut(text, room))
+    legend = fig.legend(handles, texts, loc="lower left", bbox_to_anchor=(8 / lay.width, 4 / lay.height), ncol=ncol,
+                        fontsize=8, frameon=False, handlelength=2.2, borderaxespad=0.2, labelspacing=0.45)  # fmt: skip
+    for text in legend.get_texts():
+        text.set_parse_math(False)  # a value may hold a $
 
 
 def _sag(a, b, lay: Layout) -> float:
@@ -382,7 +416,7 @@ def _axis(ax, scene: Scene, lay: Layout) -> None:
         for c in range(first, last + 1, step):
             x = lay.left + (c - first + 0.5) * lay.col_px
             ax.plot([x, x], [y + 3, y + 9], color="#8a939c", linewidth=0.8)
-            ax.text(x, y, scene.columns[c], fontsize=7, ha="center", va="top", color="#444")
+            ax.text(x, y, scene.columns[c], fontsize=7, ha="center", va="top", color="#444", parse_math=False)
     if lay.ticks:
         x = lay.left - 4
         first, last, bottom = lay.bands[0]
@@ -392,7 +426,8 @@ def _axis(ax, scene: Scene, lay: Layout) -> None:
             ax.plot([x, right], [y, y], color="#eef0f2", linewidth=0.8, zorder=0)
             ax.text(x - 6, y, text, fontsize=7, ha="right", va="center", color="#444")
         ax.plot([x, x], [bottom + 6, lay.plot_top], color="#8a939c", linewidth=0.8)
-        ax.text(x - 6, lay.plot_top - 2, scene.height_name, fontsize=7.5, ha="right", va="top", color="#444")
+        ax.text(x - 6, lay.plot_top - 2, scene.height_name, fontsize=7.5, ha="right", va="top", color="#444",
+                parse_math=False)  # fmt: skip
 
 
 def _cut(text: str, n: int) -> str:
