@@ -375,7 +375,7 @@ def scene_of(run: Run, phys, chain, values: dict, *, title: str, wanted: int | N
     def text(event, attr_list) -> str:
         if not attr_list:
             return str(event)
-        return chain_text("values", tuple(attr_list), [values.get(event, {})])
+        return chain_text("values", tuple(attr_list), [values.get(event, {})]).replace("\n", " ")
 
     shown = attrs[1:] if style == "link" else attrs
     nodes = [picture.Node(n, col[run.times[n[0]]], text(n[0], shown), n[1]) for n in run.nodes]
@@ -403,20 +403,24 @@ def scene_of(run: Run, phys, chain, values: dict, *, title: str, wanted: int | N
         which = "each in its own colour"
     else:
         which = f"in colour: the {len(coloured)} that cover the most edges (--trend N draws another)"
-    label_of = {"link": f"labelled by its {attrs[-1]}" if attrs else "", "values": f"labelled by its {'/'.join(attrs)}"}
-    states = tuple((s, f"{_piece(positions.get(s))}: an event, {label_of.get(style) or 'labelled by its id'}")
-                   for s in run.states)  # fmt: skip
+    heights = None
+    if style == "values" and len(attrs) == 1:
+        found = {n.key: values.get(n.key[0], {}).get(attrs[0]) for n in nodes}
+        if all(isinstance(v, int | float | Decimal) and not isinstance(v, bool) for v in found.values()):
+            heights = found
+    if heights is not None:
+        what = f"at the height of its {attrs[0]}"
+    elif style == "link":
+        what = f"labelled by its {attrs[-1]}"
+    else:
+        what = f"labelled by its {'/'.join(attrs)}" if attrs else "labelled by its id"
+    states = tuple((s, f"{_piece(positions.get(s))}: an event, {what}") for s in run.states)
     notes = (
         "#N: trend N for --trend N; trends are ordered by their events' ids, as cetql run lists them",
         "columns: the events' times, in order (not to scale)",
     )
     if not run.complete:
         notes += (f"only the first {MOST_TRENDS:,} trends found are numbered",)
-    heights = None
-    if style == "values" and len(attrs) == 1:
-        found = {n.key: values.get(n.key[0], {}).get(attrs[0]) for n in nodes}
-        if all(isinstance(v, int | float | Decimal) and not isinstance(v, bool) for v in found.values()):
-            heights = found
     return picture.Scene(
         heights=heights,
         height_name=attrs[0] if heights is not None else "",
@@ -509,16 +513,17 @@ def cmd_draw(args) -> int:
         raise describe(e) from None
     where = window_text(chosen[phys.names.window], phys)
     keys = ", ".join(f"{attr} = {chosen[col]}" for col, attr in phys.keys)
+    where += f", {keys}" if keys else ""
+    if window is None or len(groups) < len(phys.keys):  # chosen here: say which
+        found = f"{len(run.trends):,}" if run.complete else f"more than {len(run.trends):,}"
+        hint = "--window-start and --group choose another" if phys.keys else "--window-start chooses another"
+        print(f"drawing {where}: {n_events:,} events, {found} trends, the most of {among:,} "
+              f"{'groups' if phys.keys else 'windows'} of at most {args.max_nodes:,} events ({hint})",
+              file=sys.stderr)  # fmt: skip
     name = "query" if args.query_file == "-" else Path(args.query_file).name
-    root = execution.plan.root
-    scene = scene_of(run, phys, chain, values, title=f"{name}: {where}{', ' + keys if keys else ''}",
-                     wanted=args.trend, positions=root.template.all_positions)  # fmt: skip
-    fig = picture.draw(scene)
+    positions = execution.plan.root.template.all_positions
+    fig = picture.draw(scene_of(run, phys, chain, values, title=f"{name}: {where}", wanted=args.trend,
+                                positions=positions))  # fmt: skip
     _save(fig, path, fmt)
-    size = f"{int(fig.get_figwidth() * picture.DPI)}×{int(fig.get_figheight() * picture.DPI)} px"
-    if window is None or len(groups) < len(phys.keys):
-        print(f"drawing {where}{', ' + keys if keys else ''}: {n_events:,} events, {len(run.trends):,} trends, "
-              f"the most of {among:,} {'groups' if phys.keys else 'windows'} of at most {args.max_nodes:,} events "
-              "(--window-start and --group choose another)", file=sys.stderr)  # fmt: skip
-    print(f"drew {where}{', ' + keys if keys else ''} to {path} ({size})")
+    print(f"drew {where} to {path} ({round(fig.bbox.width)}×{round(fig.bbox.height)} px)")
     return 0
