@@ -331,7 +331,7 @@ def _values(execution, ids: list, attrs: tuple[str, ...], flag: str) -> dict:
     events, id_col = execution.events()
     missing = [a for a in attrs if a not in events.columns]
     if missing:
-        known = ", ".join(c for c in events.columns if c != id_col)
+        known = ", ".join(dict.fromkeys(c for i in execution.inputs.values() for c in i.df.columns))
         raise UsageError(f"{flag}: no column {missing[0]} in the input (columns: {known})")
     rows = events.filter(events[id_col].isin(ids)).select(id_col, *attrs).collect()
     return {r[id_col]: r.asDict() for r in rows}
