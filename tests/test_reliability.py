@@ -398,9 +398,11 @@ def test_column_named_like_an_internal_one(spark, capsys, q, tmp_path):
     assert [(r["__t"], r["__id"], r["__wk"]) for r in trend["rows"]] == [("a", "b", "c"), ("d", "e", "f")]
 
 
-def test_key_named_like_an_output_column(capsys, q, checks):
+def test_key_named_like_an_output_column(capsys, q, tmp_path):
+    data = tmp_path / "named.csv"
+    data.write_text("id,ts,length,events,window_start\n1,1,a,b,c\n")
     for attr in ("length", "events", "window_start"):
-        code, _, err = run(capsys, "run", q(f"PATTERN Check+ c[] WHERE [{attr}] WITHIN 10"), "--input", checks)
+        code, _, err = run(capsys, "run", q(f"PATTERN Check+ c[] WHERE [{attr}] WITHIN 10"), "--input", data)
         assert code == 2 and f"the output already has a column '{attr}'" in err
 
 
@@ -478,8 +480,10 @@ def _no_jvm_started(proc_err: str, elapsed: float) -> bool:
     return elapsed < 15 and "Traceback" not in proc_err
 
 
-def test_unbound_parameter_refused_early(q, checks):
-    proc, elapsed = _subprocess("run", q("PATTERN S+ s[] WHERE s[i].x > ratio * s[i-1].x WITHIN 3"), "--input", checks,
+def test_unbound_parameter_refused_early(q, tmp_path):
+    data = tmp_path / "rising.csv"
+    data.write_text("ts,x\n1,1\n2,2\n")
+    proc, elapsed = _subprocess("run", q("PATTERN S+ s[] WHERE s[i].x > ratio * s[i-1].x WITHIN 3"), "--input", data,
                                 "--param", "other=1")  # fmt: skip
     assert proc.returncode == 2 and "unbound parameter 'ratio'" in proc.stderr
     assert _no_jvm_started(proc.stderr, elapsed)
