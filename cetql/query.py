@@ -115,6 +115,11 @@ class CompiledQuery:
                 raise ArgumentTypeError(unknown_keyword(k, option_names(), types))
         opts = RunOptions.of(options or self.options, **opts)
         merged = {**dict(self.params), **check_params(_param_dict(params))}
+        if set(self.query.unbound) - set(merged):  # refused now, before Spark reads anything
+            try:
+                bind(self.ast, merged, None, strict_params=True, time_col=opts.time_col)
+            except QueryError as e:
+                raise e.with_source(self.source) from None
         check_inputs(data, types)
         check_inputs(typed, types)
         return execute(self, data, typed, spark=spark, params=merged, options=opts)

@@ -160,9 +160,9 @@ class Shell:
                 return self.command(text)
             self.run_query(text.rstrip(";").rstrip())
         except QueryError as e:
-            self.complain(e.render())
+            self.complain(e.render(surface="repl"))
         except CetqlError as e:
-            self.complain(e.render())
+            self.complain(e.render(surface="repl"))
         except RecursionError:
             self.complain("syntax error: the query nests too deeply (parentheses or patterns); simplify it")
         except KeyboardInterrupt:
@@ -291,9 +291,10 @@ class Shell:
         spark = self.spark
         execution = None
         try:
-            with progress(spark, "running", stream=self.err):
-                execution = compiled.execution(self.data, spark=spark, options=self.options, **self.typed)
-                print_result(execution, limit=self.limit, fmt="table", stream=self.out)
+            with progress(spark, "running", stream=self.err) as shown:
+                execution = compiled.execution(self.data if self.data is not None else self.typed, spark=spark,
+                                               options=self.options)
+                print_result(execution, limit=self.limit, fmt="table", stream=shown.guard(self.out))
         except (CetqlError, KeyboardInterrupt):
             raise
         except Exception as e:
