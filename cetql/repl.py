@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .arguments import parse_inputs, parse_params
-from .errors import CetqlError, QueryError, UsageError
+from .errors import CetqlError, QueryError, UsageError, spoken
 from .explain import explain_text
 from .failures import describe
 from .options import OutputFormat, OutputMode, RunOptions
@@ -269,7 +269,7 @@ class Shell:
         text = text or self.last_query
         if text is None:
             raise UsageError(":explain needs a query, or a query run before it")
-        self.say(explain_text(self.compiled(text)))
+        self.say(spoken(explain_text(self.compiled(text)), "repl"))
 
     def load(self, rest: str) -> None:
         if not rest:
