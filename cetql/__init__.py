@@ -10,12 +10,15 @@
 """
 
 from .errors import (
+    ArgumentTypeError,
     CetqlError,
+    InputNotFoundError,
     ParameterError,
     QueryError,
     QuerySemanticError,
     QuerySyntaxError,
     SchemaError,
+    UnknownTypeError,
     UsageError,
 )
 from .extension import install
@@ -24,14 +27,17 @@ from .options import RunOptions
 __version__ = "0.2.0"
 
 __all__ = [
+    "ArgumentTypeError",
     "CetqlError",
     "CompiledQuery",
+    "InputNotFoundError",
     "ParameterError",
     "QueryError",
     "QuerySemanticError",
     "QuerySyntaxError",
     "RunOptions",
     "SchemaError",
+    "UnknownTypeError",
     "UsageError",
     "compile",
     "get_spark",

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import __version__, draw, gen, repl, serve
 from .arguments import parse_inputs, parse_params, read_query
-from .errors import CetqlError, MissingColumnError, QueryError, QuerySyntaxError, UsageError
+from .errors import CetqlError, QueryError, QuerySyntaxError, SchemaError, UsageError
 from .explain import explain_data, explain_text, summary_text
 from .failures import describe
 from .options import OutputFormat, OutputMode, RunOptions
@@ -178,7 +178,7 @@ def _show_attrs(text: str | None, inputs=None):
     names = inputs.schema.names() if inputs is not None and inputs.schema is not None else None
     missing = [a for a in attrs if names is not None and a not in names]
     if missing:
-        raise MissingColumnError(f"--show: no column {missing[0]} in the input (columns: {', '.join(names)})")
+        raise SchemaError(f"--show: no column {missing[0]} in the input (columns: {', '.join(names)})")
     return attrs
 
 

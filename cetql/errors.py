@@ -17,7 +17,7 @@ Every class also derives from the standard exception a Python user would
 catch for the case: `ValueError` (bad values, usage, query text),
 `TypeError` (an argument of the wrong type, an unknown keyword),
 `FileNotFoundError` (a missing input path), `KeyError` (an input bound to
-a type the pattern does not have, a missing column).
+a type the pattern does not have).
 """
 
 from __future__ import annotations
@@ -188,10 +188,6 @@ class SchemaError(CetqlError, ValueError):
     """The data does not fit the query: a missing column, a wrong type."""
 
     exit_code = 2
-
-
-class MissingColumnError(SchemaError, KeyError):
-    """A column the query or an option names is not in the input."""
 
 
 class UsageError(CetqlError, ValueError):
