@@ -132,10 +132,17 @@ class CetqlError(Exception):
         return spoken(Exception.__str__(self), surface)
 
     def __str__(self) -> str:
-        return self.text("python")
+        return self.text("cli" if type(self).__module__.endswith(_WORKER_MODULE) else "python")
 
     def render(self, surface: str = "cli") -> str:
         return f"error: {self.text(surface)}"
+
+
+# Errors the kernels raise inside a Spark worker cross to the driver as the
+# text of a traceback, which `cetql.failures` hands to the command line as it
+# is: they keep the words messages are written in (`--max-trends`).  (Python
+# callers meet them inside PySpark's own PythonException.)
+_WORKER_MODULE = "planner.kernels.errors"
 
 
 class QueryError(CetqlError, ValueError):

@@ -200,3 +200,13 @@ def test_explain_prints_as_dataframe_explain_does(capsys):
     assert 'params={"name": value}' in printed and "--param" not in printed
     assert q.explain("json") is None
     assert '"kind": "detection"' in capsys.readouterr().out
+
+
+def test_errors_raised_in_workers_keep_the_command_lines_words():
+    """A kernel's error crosses to the driver as traceback text, which the
+    CLI prints as it is (cetql.failures): it must stay in the CLI's words."""
+    from cetql.planner.kernels.errors import TrendLimitExceeded
+
+    text = "more than --max-trends 10,000,000; raise --max-trends (0: no limit)"
+    assert str(TrendLimitExceeded(text)) == text
+    assert str(E.UsageError(text)) == "more than max_trends=10000000; raise max_trends= (0: no limit)"
