@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .arguments import parse_inputs, parse_params
-from .errors import CetqlError, QueryError, UsageError
+from .errors import CetqlError, QueryError, UsageError, spoken
 from .explain import explain_text
 from .failures import describe
 from .options import OutputFormat, OutputMode, RunOptions
@@ -163,9 +163,9 @@ class Shell:
                 return self.command(text)
             self.run_query(text.rstrip(";").rstrip())
         except QueryError as e:
-            self.complain(e.render())
+            self.complain(e.render(surface="repl"))
         except CetqlError as e:
-            self.complain(e.render())
+            self.complain(e.render(surface="repl"))
         except RecursionError:
             self.complain("syntax error: the query nests too deeply (parentheses or patterns); simplify it")
         except KeyboardInterrupt:
@@ -279,7 +279,7 @@ class Shell:
         text = text or self.last_query
         if text is None:
             raise UsageError(":explain needs a query, or a query run before it")
-        self.say(explain_text(self.compiled(text)))
+        self.say(spoken(explain_text(self.compiled(text)), "repl"))
 
     def load(self, rest: str) -> None:
         if not rest:
@@ -302,9 +302,10 @@ class Shell:
         spark = self.spark
         execution = None
         try:
-            with progress(spark, "running", stream=self.err):
-                execution = compiled.execution(self.data, spark=spark, options=self.options, **self.typed)
-                print_result(execution, limit=self.limit, fmt="table", stream=self.out)
+            with progress(spark, "running", stream=self.err) as shown:
+                execution = compiled.execution(self.data if self.data is not None else self.typed, spark=spark,
+                                               options=self.options)
+                print_result(execution, limit=self.limit, fmt="table", stream=shown.guard(self.out))
         except (CetqlError, KeyboardInterrupt):
             raise
         except Exception as e:

@@ -440,7 +440,7 @@ def test_blocks_are_planned_for_many_windows_only():
     assert forced.find(Windows).sharing.choice == "copy"
     dist, _ = plan_for("PATTERN S+ s[] WITHIN 8 SLIDE 1", options=RunOptions.of(strategy="distributed"))
     assert dist.find(Windows).sharing.choice == "copy"
-    with pytest.raises(UsageError, match="--sharing blocks"):
+    with pytest.raises(UsageError, match='sharing="blocks"'):
         plan_for("PATTERN S+ s[] WITHIN 8 SLIDE 1", options=RunOptions.of(strategy="distributed", sharing="blocks"))
 
 

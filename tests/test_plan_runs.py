@@ -15,7 +15,7 @@ from cetql.errors import UsageError
 def _windows_of(t: int, length: Decimal, slide: Decimal) -> set[Decimal]:
     """The starts of the windows [k*slide, k*slide + length) holding t, by
     exact decimal arithmetic (SEMANTICS.md, Windows)."""
-    k = int((Decimal(t) // slide)) + 2
+    k = int(Decimal(t) // slide) + 2
     out = set()
     while k * slide + length > t - slide * 2:
         if k * slide <= t < k * slide + length:
@@ -43,8 +43,9 @@ def test_decimal_windows_are_exact(spark, cases):
 
 
 def test_a_million_windows_an_event_is_refused_before_anything_runs():
-    with pytest.raises(UsageError, match=r"puts each event in 1,000,000 windows, more than --max-windows 100,000"):
+    with pytest.raises(UsageError, match=r"puts each event in 1,000,000 windows, more than max_windows=100000") as e:
         cetql.compile("PATTERN E+ e[] WITHIN 1000 SLIDE 0.001")
+    assert "more than --max-windows 100,000" in e.value.render()  # the command line's words
     cetql.compile("PATTERN E+ e[] WITHIN 1000 SLIDE 0.001", max_windows=0)  # asked for: allowed
 
 

@@ -63,7 +63,7 @@ def test_trend_set():
 
 
 def test_capabilities():
-    with pytest.raises(UsageError, match="--with-rows"):
+    with pytest.raises(UsageError, match="with_rows=True"):
         capabilities.apply(draft("RETURN COUNT(*) PATTERN E+ e[] WITHIN 5", with_rows=True))
     with pytest.raises(QuerySemanticError, match="two ways"):
         capabilities.apply(draft("RETURN COUNT(*) PATTERN SEQ(A+ x[], A+ y[]) WITHIN 5"))
@@ -116,7 +116,7 @@ def test_windows():
     out = windows.apply(replace(d, strategy=Decision(Strategy.DISTRIBUTED, "fixture")))
     assert out.sharing.choice == Sharing.COPY and out.block == 0
     assert windows.apply(given(draft("PATTERN E+ e[] WITHIN 8"), windows)).sharing.choice is None
-    with pytest.raises(UsageError, match="8 windows, more than --max-windows 4"):
+    with pytest.raises(UsageError, match="8 windows, more than max_windows=4"):
         windows.apply(given(draft("PATTERN E+ e[] WITHIN 8 SLIDE 1", max_windows=4), windows))
 
 

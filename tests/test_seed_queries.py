@@ -32,7 +32,7 @@ def test_seed_query_parses_roundtrips_and_compiles(path):
     assert cetql.parse(cetql.to_text(ast)) == ast
     compiled = cetql.compile(text)
     assert type(compiled.plan.logical.operators()[0]).__name__ == "Scan"
-    assert compiled.explain().startswith(compiled.kind)
+    assert compiled.explain(as_string=True).startswith(compiled.kind)
 
 
 def preds(name, params=None):
