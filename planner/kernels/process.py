@@ -11,6 +11,7 @@ Pure pyarrow and Python: tests run these functions directly, without Spark.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Iterator
 from decimal import Decimal
 from itertools import chain, product, repeat
@@ -459,7 +460,16 @@ def _final(spec: K.AggregateSpec, k: int, value, wk, group) -> object:
     if t.func in ("MIN", "MAX"):
         return None if value is None else float(value)
     if spec.approx or isinstance(value, float):
-        return float(value)
+        x = float(value)
+        # counts, and sums of whole or decimal numbers, are finite: past a double's range they overflowed
+        if (x != x or x in (math.inf, -math.inf)) and (t.func == "COUNT" or t.kind != "double"):
+            raise AggregateOverflow(
+                f"{t.name} passed the range of a double (about 1.8e308) in {describe_window(spec.context, wk)}, "
+                f"{describe_group(spec.output_names, group)}: the approximate result would be "
+                f"{'NaN' if x != x else 'Infinity'}; ask for exact results (drop APPROX / --approx): DECIMAL(38), "
+                "or every digit with --exact string"
+            )
+        return x
     if spec.exact == K.Exact.STRING:
         return digits(value)
     if isinstance(value, Decimal):
