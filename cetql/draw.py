@@ -460,10 +460,10 @@ def _groups(items: list[str] | None) -> dict[str, str]:
 
 
 def cmd_draw(args) -> int:
-    fmt = _format(args.output)
     data, typed = parse_inputs(args.input)
     target = resolve_output(args.output, args.mode, inputs=[data] if data else list(typed.values()),
                             query_file=args.query_file, kind="file", writer="draw")  # fmt: skip
+    fmt = _format(args.output)
     groups = _groups(args.group)
     if args.trend is not None and args.trend < 1:
         raise UsageError(f"--trend counts from 1, not {args.trend}")
