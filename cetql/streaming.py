@@ -24,15 +24,17 @@ import shutil
 import sys
 import tempfile
 import time
+from decimal import Decimal
 from pathlib import Path
 
 from .errors import UsageError
 from .failures import describe
 from .options import OutputFormat, OutputMode
-from .output import check_target, prepare_for_format
+from .output import prepare_for_format, resolve_output
+from .planner.logical.plan import Delay
 from .planner.spark import reader
 from .planner.spark.compiler import Input
-from .planner.spark.streaming import METRICS, PROVIDER, ROCKSDB, STATS, Delay, read_stream
+from .planner.spark.streaming import METRICS, PROVIDER, ROCKSDB, STATS, read_stream
 from .render import _cell, _plain
 
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
@@ -64,9 +66,9 @@ def check_stream_args(args) -> tuple[OutputFormat | None, Path | None]:
         fmt = OutputFormat(args.format or "parquet")
         _check_resume(Path(args.output), checkpoint)
     inputs = [i.split("=", 1)[-1] if "=" in i and not Path(i).exists() else i for i in (args.input or [])]
-    for path in (checkpoint, args.output):  # never in the folder being read, never over what is there
-        if path is not None:
-            check_target(str(path), OutputMode.APPEND, inputs)
+    for path in (checkpoint, args.output):  # never in the folder being read, never a file or a protected folder
+        if path is not None:  # (what is there was checked above: a stream's own output and checkpoint resume)
+            resolve_output(str(path), OutputMode.IGNORE, inputs=inputs, query_file=args.query_file)
     return fmt, checkpoint
 
 
@@ -87,7 +89,7 @@ def parse_interval(text: str | None) -> str | None:
     if text is None:
         return None
     delay = Delay.parse(text)
-    millis = delay.millis(None, "timestamp")
+    millis = delay.millis(Decimal(1000))  # a bare number: seconds
     if millis <= 0:
         raise UsageError(f"--trigger {text!r} must be a positive interval such as '10 seconds'")
     return f"{millis} milliseconds"

@@ -22,8 +22,8 @@ from cetql.options import RunOptions
 from cetql.parser import parse
 from cetql.planner.kernels import process
 from cetql.planner.logical.build import build
-from cetql.planner.logical.plan import Inputs
-from cetql.planner.lower import lower
+from cetql.planner.logical.plan import InputFacts, Inputs
+from cetql.planner.physical.build import physical
 from cetql.planner.semantics.bind import bind
 
 
@@ -71,6 +71,8 @@ def evaluate(e, row: dict):
         return None if v is None else not v
     if tag == "when":
         return evaluate(e[2], row) if evaluate(e[1], row) is True else None
+    if tag == "notnull":
+        return evaluate(e[1], row) is not None
     raise ValueError(e)
 
 
@@ -79,11 +81,20 @@ def _mod(a, b):
     return -r if a < 0 else r
 
 
-def plan_for(text, *, params=None, typed=False, types=(), options: RunOptions | None = None, columns=()):
+def plan_for(text, *, params=None, typed=False, types=(), options: RunOptions | None = None, columns=(),
+             streaming=False):  # fmt: skip
+    """(logical plan, physical plan) for events with these columns (read
+    as a stream with `streaming`)."""
     q = bind(parse(text), params or {}, strict_params=True)
-    inputs = Inputs(typed=typed, types=tuple(types), time_kind="numeric")
+    each = tuple(InputFacts(t, t, time_type="bigint") for t in types) if typed else (InputFacts(None, "events", time_type="bigint"),)
+    from cetql.planner.semantics.schema import Schema
+
+    schema = Schema(tuple((c, "other", "") for c in columns)) if columns else None
+    inputs = Inputs(typed=typed, types=tuple(types), time_kind="numeric", schema=schema, each=each)
+    if streaming:
+        inputs = inputs.as_stream()
     plan = build(q, options or RunOptions(), inputs)
-    return plan, lower(plan, tuple(columns))
+    return plan, physical(plan)
 
 
 def _floor_div(x: int, s: int) -> int:
@@ -95,34 +106,35 @@ def kernel_table(plan, phys, events: list[dict]) -> pa.Table:
     and `__type` for typed inputs), as the Spark compiler would build it."""
     n = phys.names
     spec = phys.spec
-    w, s = phys.window_length, phys.window_slide
+    w, s = phys.windows.length, phys.windows.slide
     rows = []
     for ev in events:
         row = dict(ev)
         row[n.id] = ev["id"]
         row[n.time] = ev["ts"]
         row[n.type] = ev.get("__type")
-        if phys.constant is not None and evaluate(phys.constant, row) is not True:
+        if phys.filter.constant is not None and evaluate(phys.filter.constant, row) is not True:
             continue
         any_state = False
-        for name, definition in phys.masks:
-            row[name] = evaluate(definition, row) is True
-            any_state |= row[name]
+        for m in phys.filter.masks:
+            row[m.column] = evaluate(m.definition, row) is True
+            any_state |= row[m.column]
         if not any_state:
             continue
-        if any(row.get(attr) is None for _, attr in phys.keys):
+        if any(row.get(k.attr) is None for k in phys.partition.keys):
             continue
-        for name, attr in phys.keys:
-            row[name] = row[attr]
-        for name, definition in phys.subkeys:
-            row[name] = evaluate(definition, row)
-        for name, definition in phys.derived:
-            row[name] = evaluate(definition, row)
+        for k in (*phys.partition.keys, *phys.partition.subkeys, *phys.partition.state_keys):
+            row[k.column] = row.get(k.attr)
+        for d in phys.root.derived:
+            row[d.column] = evaluate(d.definition, row)
         t = row[n.time]
         if isinstance(t, int) and isinstance(w, int) and isinstance(s, int):
             k_hi, k_lo = _floor_div(t, s), _floor_div(t - w, s) + 1
         else:
-            k_hi, k_lo = math.floor(t / s), math.floor((t - w) / s) + 1
+            from decimal import Decimal
+
+            td = Decimal(repr(t)) if isinstance(t, float) else Decimal(t)
+            k_hi, k_lo = math.floor(td / Decimal(s)), math.floor((td - Decimal(w)) / Decimal(s)) + 1
         block = spec.columns.block
         if block:  # blocks of windows, as the Spark compiler assigns them
             row[spec.columns.window_lo], row[spec.columns.window_hi] = k_lo, k_hi
@@ -133,8 +145,9 @@ def kernel_table(plan, phys, events: list[dict]) -> pa.Table:
             rows.append({**row, n.window: k})
     group = list(spec.columns.group)
     rows.sort(key=lambda r: (*(_key(r[g]) for g in group), r[n.time], r[n.id]))
-    cols = [*group, spec.columns.time, spec.columns.id, *(m for m, _ in phys.masks)]
-    cols += [name for name, _ in phys.derived] + [name for name, _ in phys.subkeys]
+    cols = [*group, spec.columns.time, spec.columns.id, *(m.column for m in phys.filter.masks)]
+    cols += [d.column for d in phys.root.derived] + [k.column for k in phys.partition.subkeys]
+    cols += [k.column for k in phys.partition.state_keys]
     if spec.columns.block:
         cols += [spec.columns.window_lo, spec.columns.window_hi]
     cols = list(dict.fromkeys(cols))
@@ -173,13 +186,14 @@ def run_local(text, events, *, params=None, typed=False, options: RunOptions | N
     types = sorted({e["__type"] for e in events if e.get("__type")}) if typed else ()
     cols = sorted({k for e in events for k in e})
     plan, phys = plan_for(text, params=params, typed=typed, types=types, options=options, columns=cols)
+    spec = phys.spec
     if spec_changes:
-        phys = dataclasses.replace(phys, spec=dataclasses.replace(phys.spec, **spec_changes))
+        spec = dataclasses.replace(spec, **spec_changes)
     table = kernel_table(plan, phys, events)
-    if phys.spec.__class__.__name__ == "DetectSpec":
-        fn = process.detect_fn(phys.spec)
+    if spec.__class__.__name__ == "DetectSpec":
+        fn = process.detect_fn(spec)
     else:
-        fn = process.aggregate_fn(phys.spec)
+        fn = process.aggregate_fn(spec)
     batches = table.to_batches(max_chunksize=batch_size) if batch_size else table.to_batches()
     out = []
     for b in fn(iter(batches)):

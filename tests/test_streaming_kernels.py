@@ -23,7 +23,6 @@ import random
 from fractions import Fraction
 
 import pyarrow as pa
-import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from local_engine import kernel_table, plan_for, run_local
@@ -31,23 +30,27 @@ from test_kernels import _compile_or_skip, queries, stream
 
 from cetql.options import RunOptions
 from cetql.planner.kernels import stream as S
-from cetql.planner.logical.plan import Windows
-from cetql.planner.lower import lower
-from cetql.planner.spark.streaming import stream_plan
+from cetql.planner.spark import streaming
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 CLOCK = S.Clock(Fraction(1000))  # numeric seconds
 
 
-def stream_spec(plan, phys) -> S.StreamSpec:
-    op = plan.find(Windows)
-    copies = S.ONE if op.sharing.choice == "none" else S.BLOCKS if op.block else S.COPY
-    return S.StreamSpec(phys.spec, copies, phys.window_length, phys.window_slide, CLOCK)
+def stream_spec(phys) -> S.StreamSpec:
+    """The operator's spec as the Spark layer reads it off a streaming plan;
+    for a batch plan, keyed as its groups are."""
+    if phys.stream is not None:
+        spec = streaming.stream_spec(phys)
+        assert spec.clock == CLOCK
+        return spec
+    w = phys.windows
+    copies = S.ONE if w.sharing is None else S.BLOCKS if w.block else S.COPY
+    return S.StreamSpec(phys.spec, copies, streaming._number(w.length), streaming._number(w.slide), CLOCK)
 
 
 def replay(plan, phys, events, batches, delay_ms):
     """(output rows, ids of late events, state sizes after each batch)."""
-    spec = stream_spec(plan, phys)
+    spec = stream_spec(phys)
     table = kernel_table(plan, phys, events)
     ids = table.column(phys.spec.columns.id).to_pylist()
     group = list(phys.spec.columns.group)
@@ -120,16 +123,20 @@ def _key(row, plan):
     return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in row.items()))
 
 
-def streamed(plan, events):
-    """The plan a stream runs (blocks of windows a key) and its lowering."""
-    plan = stream_plan(plan)
-    return plan, lower(plan, tuple(sorted({k for e in events for k in e})))
+def streamed(text, events, typed=False, options=None):
+    """(logical, physical) plans of the query over the events read as a
+    stream (blocks of at least 64 windows a key; detection with an id column)."""
+    types = sorted({e["__type"] for e in events if e.get("__type")}) if typed else ()
+    options = RunOptions.of(options, id_col="id")
+    return plan_for(text, typed=typed, types=types, options=options, columns=sorted({k for e in events for k in e}),
+                    streaming=True)  # fmt: skip
 
 
 def _check(text, typed, events, batches, delay_ms, options, widen=True):
     plan, phys, _ = run_local(text, events, typed=typed, options=options)
     if widen:
-        plan, phys = streamed(plan, events)
+        plan, phys = streamed(text, events, typed, options)
+        assert phys.stream is not None and phys.windows.block >= 64
     got, late_ids, _ = replay(plan, phys, events, batches, delay_ms)
     kept = [e for e in events if e["id"] not in late_ids]
     _, _, want = run_local(text, kept, typed=typed, options=options)
@@ -167,9 +174,9 @@ def test_late_events_are_exactly_those_behind_the_watermark(data):
     assume(events)
     batches = micro_batches(data.draw, events, max_delay=10)
     delay_ms = data.draw(st.sampled_from([0, 1000, 4000]))
-    plan, phys = streamed(plan_for(text, columns=("ts", "x", "g", "k", "id"))[0], events)
+    plan, phys = streamed(text, events)
     table = kernel_table(plan, phys, events)
-    spec = stream_spec(plan, phys)
+    spec = stream_spec(phys)
     counted = 0
     watermark, latest, expected = 0, None, set()
     passing = set(table.column(phys.spec.columns.id).to_pylist())
@@ -195,7 +202,7 @@ def test_state_holds_open_windows_only():
     text = "PATTERN Check+ c[] WHERE c[i].x <= c[i-1].x\nWITHIN 10 SLIDE 2"
     rnd = random.Random(7)
     events = [{"ts": t, "x": rnd.randint(0, 3), "g": "g", "k": "u", "id": t} for t in range(400)]
-    for plan, phys in (plan_for(text, columns=("ts", "x", "g", "k", "id")), streamed(plan_for(text)[0], events)):
+    for plan, phys in (plan_for(text, columns=("ts", "x", "g", "k", "id")), streamed(text, events)):
         batches = [events[i : i + 10] for i in range(0, len(events), 10)]
         _, _, sizes = replay(plan, phys, events, batches, 0)
         # an event is in at most 2 blocks; the open windows span at most 10 + 10 + 2 time units
@@ -213,44 +220,3 @@ def test_clock_keeps_window_ends_exact():
     seconds = S.Clock(Fraction(1000))
     assert seconds.at(0.5) - S.OFFSET == 501
     assert (seconds.of(pa.array([0.4999, 0.5]).to_numpy()) - S.OFFSET).tolist() == [499, 500]
-
-
-def test_the_stream_keys_blocks_of_windows():
-    """A stream key holds a block of at least 64 windows (an event in at most
-    two); a block the plan chose keeps its shared graph or propagation;
-    --sharing copy keeps a key per window."""
-    from cetql.planner.spark.streaming import STREAM_BLOCK
-
-    kiting = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst\nWITHIN 100 SLIDE 50"
-    plan = plan_for(kiting)[0]
-    assert plan.find(Windows).sharing.choice == "copy"
-    op = stream_plan(plan).find(Windows)
-    assert (op.sharing.choice, op.block, op.shared_graph) == ("blocks", STREAM_BLOCK, False)
-    many = plan_for("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst\nWITHIN 100 SLIDE 1")[0]
-    assert many.find(Windows).shared_graph
-    op = stream_plan(many).find(Windows)
-    assert (op.block, op.shared_graph) == (100, True)
-    counted = plan_for("RETURN COUNT(*) PATTERN A+ WHERE A.x < NEXT(A).x\nWITHIN 10 SLIDE 1")[0]
-    assert stream_plan(counted).find(Windows).propagate and stream_plan(counted).find(Windows).block == STREAM_BLOCK
-    tumbling = stream_plan(plan_for("PATTERN A+ WITHIN 10")[0]).find(Windows)
-    assert (tumbling.sharing.choice, tumbling.block) == ("blocks", STREAM_BLOCK)
-    forced = plan_for(kiting, options=RunOptions.of(sharing="copy"))[0]
-    assert stream_plan(forced) is forced
-
-
-def test_watermark_delays():
-    from decimal import Decimal
-
-    from cetql.errors import UsageError
-    from cetql.planner.spark.streaming import Delay
-
-    seconds, micros = S.Clock(Fraction(1000)), S.Clock(Fraction(1, 1000))
-    assert Delay.parse("10 minutes").millis(seconds, "numeric") == 600_000
-    assert Delay.parse("1.5s").millis(micros, "timestamp") == 1500
-    assert Delay.parse(5).millis(seconds, "numeric") == 5000  # the column's units: seconds by default
-    assert Delay.parse("5").millis(micros, "timestamp") == 5000  # a bare duration on timestamps: seconds
-    assert Delay.parse("0.0004").millis(seconds, "numeric") == 1  # rounded up to a whole millisecond
-    assert Delay.parse(None) == Delay(Decimal(0))
-    for bad in ("soon", "-3 s", "10 parsecs", "1 2 3", "nan"):
-        with pytest.raises(UsageError, match="not a duration"):
-            Delay.parse(bad)

@@ -11,9 +11,10 @@ Pure pyarrow and Python: tests run these functions directly, without Spark.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Iterator
 from decimal import Decimal
-from itertools import chain, repeat
+from itertools import chain, product, repeat
 
 import numpy as np
 import pyarrow as pa
@@ -82,37 +83,39 @@ def _segments(spec, table: pa.Table) -> list[tuple[int, int, int]]:
     return segments(table, list(c.group), c.block, c.window_lo, c.window_hi)
 
 
-def _parts(spec, cols: dict, start: int, end: int) -> list[range | list[int]]:
-    """Rows of each equivalence sub-partition of a group: shared keys split
-    the group (a null key: in no trend); a state's key splits that state's
-    events, the other events belonging to every part."""
+def _parts(spec, cols: dict, start: int, end: int) -> list[tuple[range | list[int], dict]]:
+    """(rows, columns) of each part of a group: shared sub-keys split the
+    group (a null key: in no trend); state keys ([v.k], the plan's PARTS)
+    split it into one part per combination of the keyed states' values, in
+    which a keyed state's mask holds only for events of that value (the plan
+    guarantees every trend binds each keyed state, so a trend lies in one
+    part)."""
     shared = getattr(spec, "shared_subkeys", ())
-    specific = getattr(spec, "state_subkeys", ())
-    if not shared and not specific:
-        return [range(start, end)]
-    by_shared: dict[tuple, list[int]] = {}
-    for r in range(start, end):
-        key = tuple(cols[c][r] for c in shared)
-        if any(k is None for k in key):
-            continue
-        by_shared.setdefault(key, []).append(r)
-    parts = []
-    for rows in by_shared.values():
-        if not specific:
-            parts.append(rows)
-            continue
-        keyed: dict[tuple, list[int]] = {}
-        common: list[int] = []
-        for r in rows:
-            key = tuple(cols[c][r] for c in specific)
-            if all(k is None for k in key):
-                common.append(r)
-            elif any(k is None for k in key):
-                continue  # a null key: in no trend
-            else:
-                keyed.setdefault(key, []).append(r)
-        parts += [sorted(ks + common) for ks in keyed.values()] or [common]
-    return parts or [[]]
+    state_keys = getattr(spec, "state_keys", ())
+    if shared:
+        by_shared: dict[tuple, list[int]] = {}
+        for r in range(start, end):
+            key = tuple(cols[c][r] for c in shared)
+            if any(k is None for k in key):
+                continue
+            by_shared.setdefault(key, []).append(r)
+        groups = list(by_shared.values()) or [[]]
+    else:
+        groups = [range(start, end)]
+    if not state_keys:
+        return [(rows, cols) for rows in groups]
+    masks = {s.name: s.mask for s in spec.template.states}
+    out = []
+    for rows in groups:
+        values = [sorted({cols[k.column][r] for r in rows if cols[masks[k.state]][r] is True
+                          and cols[k.column][r] is not None}, key=repr) for k in state_keys]  # fmt: skip
+        for combo in product(*values):
+            part = dict(cols)
+            for k, v in zip(state_keys, combo):
+                m, key = cols[masks[k.state]], cols[k.column]
+                part[masks[k.state]] = [m[r] is True and key[r] == v for r in range(len(m))]
+            out.append((rows, part))
+    return out or [([], cols)]
 
 
 def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch]:
@@ -122,7 +125,7 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
         return
     c = spec.columns
     names = set(_template_columns(spec.template)) | set(getattr(spec, "shared_subkeys", ()))
-    names |= set(getattr(spec, "state_subkeys", ()))
+    names |= {k.column for k in getattr(spec, "state_keys", ())}
     cols = {name: table.column(name).to_pylist() for name in names if name in table.column_names}
     times = table.column(c.time).to_pylist()
     schema = detect_schema(spec, table.schema)
@@ -162,14 +165,14 @@ def _walks(spec: K.DetectSpec, table: pa.Table, cols: dict, times: list) -> Iter
     c = spec.columns
     if spec.shared_graph and c.block:
         for start, end, _, windows in window_groups(table, list(c.group), c.block, c.window_lo, c.window_hi):
-            for rows in _parts(spec, cols, start, end):
+            for rows, pcols in _parts(spec, cols, start, end):
                 if rows:
-                    yield from _block_walks(spec, table, cols, times, rows, windows)
+                    yield from _block_walks(spec, table, pcols, times, rows, windows)
         return
     for start, end, wk in _segments(spec, table):
-        for rows in _parts(spec, cols, start, end):
+        for rows, pcols in _parts(spec, cols, start, end):
             if rows:
-                yield from _window_walk(spec, table, cols, times, rows, start, wk)
+                yield from _window_walk(spec, table, pcols, times, rows, start, wk)
 
 
 def _part_template(spec, cols: dict, times: list, rows) -> tuple[GroupTemplate, int, np.ndarray | None]:
@@ -228,6 +231,30 @@ def _guard(spec, table, row: int, wk: int, count, exact: bool) -> None:
         raise TrendLimitExceeded(_too_many(spec, table, row, wk, count, exact))
 
 
+def guard_schema(spec: K.DetectSpec, input_schema: pa.Schema) -> pa.Schema:
+    return pa.schema([input_schema.field(g) for g in spec.columns.group])
+
+
+def guard_fn(spec: K.DetectSpec):
+    """For the distributed strategy: count each group's trends as the local
+    kernel does and fail with its message past `max_trends`; yields no row."""
+    return map_groups(list(spec.columns.group), lambda table: guard_table(spec, table))
+
+
+def guard_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch]:
+    if table.num_rows == 0 or not spec.max_trends:
+        return
+    names = set(_template_columns(spec.template))
+    cols = {name: table.column(name).to_pylist() for name in names if name in table.column_names}
+    times = table.column(spec.columns.time).to_pylist()
+    for start, end, wk in _segments(spec, table):
+        for rows, pcols in _parts(spec, cols, start, end):
+            if rows:
+                gt, _, _ = _part_template(spec, pcols, times, rows)
+                _guard(spec, table, start, wk, *greta.count_trends(gt, spec.template, spec.trend_set, spec.max_trends))
+    yield from ()
+
+
 def group_graphs(spec: K.DetectSpec, table: pa.Table) -> Iterator[tuple[list[int], Graph]]:
     """(rows, run graph) of each part of the groups of a sorted table: the
     graph detection walks (for `cetql draw`; nodes are `event * S + state`)."""
@@ -236,13 +263,13 @@ def group_graphs(spec: K.DetectSpec, table: pa.Table) -> Iterator[tuple[list[int
         return
     c = spec.columns
     names = set(_template_columns(spec.template)) | set(getattr(spec, "shared_subkeys", ()))
-    names |= set(getattr(spec, "state_subkeys", ()))
+    names |= {k.column for k in getattr(spec, "state_keys", ())}
     cols = {name: table.column(name).to_pylist() for name in names if name in table.column_names}
     times = table.column(c.time).to_pylist()
     for start, end, _ in _segments(spec, table):
-        for rows in _parts(spec, cols, start, end):
+        for rows, pcols in _parts(spec, cols, start, end):
             if rows:
-                local = {k: [v[r] for r in rows] for k, v in cols.items()}
+                local = {k: [v[r] for r in rows] for k, v in pcols.items()}
                 yield rows, Graph(GroupTemplate(spec.template, [times[r] for r in rows], local))
 
 
@@ -311,7 +338,7 @@ def aggregate_table(spec: K.AggregateSpec, table: pa.Table) -> Iterator[pa.Recor
     if n == 0:
         return
     names = set(_template_columns(spec.template)) | {t.value for t in spec.targets if t.value}
-    names |= set(spec.shared_subkeys) | set(spec.state_subkeys)
+    names |= set(spec.shared_subkeys) | {k.column for k in spec.state_keys}
     cols = {name: table.column(name).to_pylist() for name in names if name in table.column_names}
     times = table.column(spec.columns.time).to_pylist()
     outputs = {k: table.column(k).to_pylist() for k in spec.output_keys}
@@ -333,8 +360,8 @@ def aggregate_table(spec: K.AggregateSpec, table: pa.Table) -> Iterator[pa.Recor
             continue
         for w_start, w_end, wk in windows:
             totals = None
-            for rows in _parts(spec, cols, w_start, w_end):
-                local, part_times = _local(cols, times, rows, w_start, w_end)
+            for rows, pcols in _parts(spec, cols, w_start, w_end):
+                local, part_times = _local(pcols, times, rows, w_start, w_end)
                 got = _aggregate_part(spec, part_times, local)
                 totals = got if totals is None else _combine(spec, totals, got)
             emit(wk, w_start, totals)
@@ -364,8 +391,8 @@ def _propagate_block(spec: K.AggregateSpec, table, cols: dict, times: list, star
     last = (np.minimum(hi, base + width - 1) - base).tolist()
     (tr,) = spec.template.transitions
     total = None
-    for rows in _parts(spec, cols, start, end):
-        local, part_times = _local(cols, times, rows, start, end)
+    for rows, pcols in _parts(spec, cols, start, end):
+        local, part_times = _local(pcols, times, rows, start, end)
         at = range(end - start) if isinstance(rows, range) else [r - start for r in rows]
         step = Step(tr, local, [], part_times)
         got = greta.kleene_count_windows(part_times, step, [first[i] for i in at], [last[i] for i in at], width,
@@ -433,7 +460,16 @@ def _final(spec: K.AggregateSpec, k: int, value, wk, group) -> object:
     if t.func in ("MIN", "MAX"):
         return None if value is None else float(value)
     if spec.approx or isinstance(value, float):
-        return float(value)
+        x = float(value)
+        # counts, and sums of whole or decimal numbers, are finite: past a double's range they overflowed
+        if (x != x or x in (math.inf, -math.inf)) and (t.func == "COUNT" or t.kind != "double"):
+            raise AggregateOverflow(
+                f"{t.name} passed the range of a double (about 1.8e308) in {describe_window(spec.context, wk)}, "
+                f"{describe_group(spec.output_names, group)}: the approximate result would be "
+                f"{'NaN' if x != x else 'Infinity'}; ask for exact results (drop APPROX / --approx): DECIMAL(38), "
+                "or every digit with --exact string"
+            )
+        return x
     if spec.exact == K.Exact.STRING:
         return digits(value)
     if isinstance(value, Decimal):

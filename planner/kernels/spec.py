@@ -145,6 +145,17 @@ class Context:
 
 
 @dataclass(frozen=True)
+class StateKey:
+    """`[v.k]` enforced by parts: a group is split into one part per value
+    of `column` among the events of `state`; in a part, `state`'s mask holds
+    only for its value (null: never).  The plan guarantees every trend binds
+    `state`, so each trend lies in exactly one part."""
+
+    state: str
+    column: str
+
+
+@dataclass(frozen=True)
 class DetectSpec:
     columns: Columns
     template: TemplateSpec
@@ -155,6 +166,7 @@ class DetectSpec:
     batch_events: int = 1_000_000  # event ids per output Arrow batch, whatever the number of trends
     max_edges: int | None = None  # a group's graph stores at most this many edges, else none (None: no bound)
     shared_graph: bool = False  # blocks of windows: one graph a block, each window walked on its nodes
+    state_keys: tuple[StateKey, ...] = ()  # split each group into parts (see StateKey)
 
 
 # Aggregation algorithms and how COMPLETE trends are aggregated (decided by the plan):
@@ -189,6 +201,6 @@ class AggregateSpec:
     output_names: tuple[str, ...] = ()  # their names as the user wrote them
     # Equivalence attributes that split a group into independent parts:
     shared_subkeys: tuple[str, ...] = ()  # of every event (a null value: the event is in no trend)
-    state_subkeys: tuple[str, ...] = ()  # of one variable's events (null: the event belongs to every part)
+    state_keys: tuple[StateKey, ...] = ()  # split each group into parts (see StateKey)
     propagate: bool = False  # blocks of windows, KLEENE_COUNT: every window of a block in one pass
     max_shared_cells: int = MAX_SHARED_CELLS  # … while its index stays under this many cells

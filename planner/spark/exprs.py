@@ -11,6 +11,8 @@ from decimal import Decimal
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from cetql.errors import ParameterError
+
 
 def _lit(v):
     return F.lit(float(v) if isinstance(v, Decimal) else v)
@@ -49,4 +51,8 @@ def column(e, resolve=lambda slot, name: F.col(f"`{name}`")) -> Column:
         return ~column(e[1], resolve)
     if tag == "when":
         return F.when(column(e[1], resolve), column(e[2], resolve))
+    if tag == "notnull":
+        return column(e[1], resolve).isNotNull()
+    if tag == "param":
+        raise ParameterError(f"unbound parameter '{e[1]}': give it a value with --param {e[1]}=<value>")
     raise ValueError(f"not a spec expression: {e!r}")

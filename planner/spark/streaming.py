@@ -1,19 +1,20 @@
-"""Structured Streaming: the batch plan over a streaming input, each window
-answered once, when the watermark passes its end.
+"""Structured Streaming: the physical plan's second lowering — the same
+operators over a streaming input, with the plan's stateful operator
+(`PhysicalPlan.stream`, a `Stateful`) before the kernels.  It decides
+nothing: keys, windows, clock, watermark delay and late-event policy are the
+plan's (the `streaming` planner rule), shown by `--explain`.
 
-    Scan → Watermark → Filter → Windows → Partition      (the batch operators)
-         → pack → StatefulWindows → unpack → output columns
+    Scan → event time + watermark → Filter → Windows → Partition
+         → pack → Stateful → unpack → output columns
 
-- **Keys** (`stream_plan`, the streaming decision): the batch kernel's
-  group — (block of windows, partition keys) — with blocks of at least
-  `STREAM_BLOCK` windows, since a stream pays per key and micro-batch.
-- **Watermark** on every scanned event (before the filter, so that any
-  event moves time on): Spark's event-time clock in milliseconds
-  (`kernels.stream.Clock`), the delay the user gave.
+- **event time**: the plan's clock (`Stateful.clock`, milliseconds per
+  unit of the internal time, from an origin `kernels.stream.OFFSET`) as a
+  timestamp on every scanned event (before the filter, so that any event
+  moves time on), watermarked by the plan's delay.
 - **pack**: a Spark partition's rows, one row per key holding its events
   as an Arrow IPC chunk, so they reach the operator with their exact types.
-- **StatefulWindows**: `transformWithStateInPandas` keyed by the group, in
-  event time.  State per key: its events of open windows (a list of IPC
+- **Stateful**: `transformWithStateInPandas` keyed by the kernel's group,
+  in event time.  State per key: its events of open windows (a list of IPC
   chunks) and the watermark it last closed windows at; one timer, at its
   earliest open window's end.  New events behind the watermark are
   counted and dropped; a timer that fires answers every window of the key
@@ -26,22 +27,11 @@ answered once, when the watermark passes its end.
 - **unpack**: the result chunks as the batch kernel's output rows, then the
   batch's output columns.  Counts (late events, events stored and purged,
   windows answered) leave as Spark observed metrics named `METRICS`.
-
-The seam to the physical plan: `compile_stream` takes the logical plan,
-makes the streaming decision (`stream_plan`: the Windows operator with the
-stream's blocks), lowers it (`lower`: kernel spec, keys, column
-definitions), reads the window, time kind and time unit, and runs the
-batch compiler's own Scan/Filter/Windows/Partition functions and kernel
-input.  The operator itself, `stateful(df, phys, spec)`, takes only the
-kernel input and a `StreamSpec` (kernel spec, how windows reach keys, the
-window, the clock).
 """
 from __future__ import annotations
 
 import itertools
-import math
-from dataclasses import dataclass, replace
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from fractions import Fraction
 
 import pandas as pd
@@ -52,15 +42,11 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from cetql.errors import UsageError
-from cetql.options import TIME_UNITS, Sharing, Strategy
-from cetql.parser import TIME_UNITS as DURATION_SECONDS
-from cetql.parser import UNIT_ALIASES
 
 from ..kernels import process
-from ..kernels import spec as K
 from ..kernels import stream as S
-from ..logical.plan import Decision, Detect, Filter, LogicalPlan, Partition, Scan, Windows
-from ..lower import Physical, lower
+from ..physical.kernel import kernel_spec
+from ..physical.plan import PhysicalPlan
 from . import compiler as C
 from . import reader
 
@@ -69,57 +55,7 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 METRICS = "cetql"  # the observed metrics' name in each micro-batch's progress (cetql_2, … for later streams)
 _streams = itertools.count(1)  # Spark refuses two observations of one name in a query (streams unioned)
 STATS = ("late", "stored", "purged", "windows")
-STREAM_BLOCK = 64  # windows a key holds at least (see stream_plan)
 OPERATOR_OUTPUT = ", ".join(f"{s} long" for s in STATS) + ", blob binary"
-
-
-# ---------------------------------------------------------------- the watermark delay
-
-
-@dataclass(frozen=True)
-class Delay:
-    """How far behind the latest event time the watermark runs: `amount`
-    seconds with a unit, else in the time column's own units (seconds for
-    timestamps), as WITHIN reads a duration."""
-
-    amount: Decimal = Decimal(0)
-    unit: str | None = None
-
-    @classmethod
-    def parse(cls, text) -> Delay:
-        if text is None:
-            return cls()
-        words = str(text).strip().split()
-        if len(words) == 1:  # "10s", "10"
-            head = words[0].rstrip("abcdefghijklmnopqrstuvwxyz")
-            words = [head, words[0][len(head) :]] if head != words[0] else words
-        try:
-            amount = Decimal(words[0])
-            unit = UNIT_ALIASES[words[1].lower()] if len(words) == 2 else None
-            ok = len(words) <= 2 and amount.is_finite() and amount >= 0
-        except (InvalidOperation, KeyError, IndexError):
-            ok = False
-        if not ok:
-            raise UsageError(f"watermark delay {text!r} is not a duration such as '10 minutes', '30 s' or 100")
-        return cls(amount, unit)
-
-    def millis(self, clock: S.Clock, time_kind: str) -> int:
-        """The delay in milliseconds of the clock, rounded up."""
-        if self.unit is not None:
-            return math.ceil(self.amount * Decimal(str(DURATION_SECONDS[self.unit])) * 1000)
-        if time_kind != "numeric":  # a bare duration is seconds for timestamps (as WITHIN reads one)
-            return math.ceil(self.amount * 1000)
-        per = clock.per_unit
-        return math.ceil(Fraction(self.amount) * per)
-
-
-def clock_of(plan: LogicalPlan, phys: Physical) -> S.Clock:
-    """Milliseconds of the clock per unit of the time column."""
-    if phys.time_kind == "timestamp":
-        return S.Clock(Fraction(1, 1000))  # microseconds
-    if phys.time_kind == "timestamp_ns":
-        return S.Clock(Fraction(1, 1_000_000))
-    return S.Clock(Fraction(1000, TIME_UNITS[plan.options.time_unit]))
 
 
 # ---------------------------------------------------------------- inputs and session
@@ -160,83 +96,43 @@ def check_session(spark) -> None:
                          "Spark session (SparkSession.builder.config or spark.conf.set) before running it")  # fmt: skip
 
 
-def refuse(plan: LogicalPlan) -> None:
-    """What a stream cannot run, said before anything starts."""
-    if isinstance(plan.root, Detect) and plan.root.strategy.choice == Strategy.DISTRIBUTED.value:
-        raise UsageError("--strategy distributed runs batch joins; a stream runs each window on one worker (local)")
-    if isinstance(plan.root, Detect) and not plan.find(Scan).id_col:
-        raise UsageError("a streaming detection query needs an id column (--id-col / id_col=): ids derived from the "
-                         "input order repeat from one micro-batch to the next")  # fmt: skip
+# ---------------------------------------------------------------- the plan, spelled in Spark
 
 
-# ---------------------------------------------------------------- the plan
-
-
-def stream_plan(plan: LogicalPlan) -> LogicalPlan:
-    """The streaming decision on keys.  A stream pays per key and
-    micro-batch (a state read, a timer, a call into Python), where batch
-    pays per group once: so a key holds a block of at least `STREAM_BLOCK`
-    consecutive windows (an event is still in at most two blocks), and
-    each timer that fires answers every window of the block the watermark
-    has passed in one kernel call.  The block's state is the events of its
-    open windows, whatever its width.  A block the plan chose keeps its
-    shared graph or propagation (valid for any width); `--sharing copy`
-    keeps a key per window."""
-    op = plan.find(Windows)
-    if plan.options.sharing == Sharing.COPY:
-        return plan
-    width = max(plan.query.window.copies, op.block, STREAM_BLOCK)
-    if width == op.block:
-        return plan
-    why = (f"a stream: blocks of {width} consecutive windows a key (each event in at most 2), so that a key's "
-           "timer answers every window the watermark has passed in one kernel call")  # fmt: skip
-    blocks = replace(op, sharing=Decision(Sharing.BLOCKS.value, why), block=width,
-                     propagate=op.propagate and bool(op.block), shared_graph=op.shared_graph and bool(op.block))  # fmt: skip
-    part = plan.find(Partition)
-    return replace(plan, root=replace(plan.root, child=replace(part, child=blocks)))
-
-
-def compile_stream(plan: LogicalPlan, inputs: dict, delay: Delay) -> tuple[DataFrame, Physical]:
-    """The streaming DataFrame of the plan over streaming inputs, and the
-    lowered plan it was built from."""
-    refuse(plan)
-    plan = stream_plan(plan)
+def compile_stream(plan: PhysicalPlan, inputs: dict) -> DataFrame:
+    """The streaming DataFrame of a plan with a stateful operator, over
+    streaming inputs."""
     check_session(next(iter(inputs.values())).df.sparkSession)
-    columns = tuple(dict.fromkeys(c for i in inputs.values() for c in i.df.columns))
-    phys = lower(plan, columns)
-    clock = clock_of(plan, phys)
-    df = C.scan(plan.find(Scan), phys, inputs, C.used_columns(phys, plan))
-    df = watermark(df, phys, clock, delay.millis(clock, phys.time_kind))
-    df = C.filter_events(plan.find(Filter), phys, df)
-    df = C.windows(plan.find(Windows), phys, df)
-    df = C.partition(plan.find(Partition), phys, df)
-    spec = phys.spec
-    extra = []
-    if isinstance(spec, K.DetectSpec) and spec.columns.row:
-        user = [c for c in columns if not c.startswith(phys.names.prefix)]
-        df = df.withColumn(spec.columns.row, F.struct(*[F.col(f"`{c}`") for c in user]))
-        extra.append(spec.columns.row)
-    df = C._kernel_input(phys, df, spec, extra)
-    return stateful(df, phys, stream_spec(plan, phys, clock)), phys
+    df = watermark(plan, C.scan(plan, inputs))
+    df = C.partition(plan, C.windows(plan, C.filter_events(plan, df)))
+    df, extra = C._with_rows(plan, df) if plan.detect is not None else (df, ())
+    return stateful(plan, C._kernel_columns(plan, df, extra))
 
 
-def stream_spec(plan: LogicalPlan, phys: Physical, clock: S.Clock) -> S.StreamSpec:
-    op = plan.find(Windows)
-    copies = S.ONE if op.sharing.choice == "none" else S.BLOCKS if op.block else S.COPY
-    return S.StreamSpec(phys.spec, copies, phys.window_length, phys.window_slide, clock)
+def stream_spec(plan: PhysicalPlan) -> S.StreamSpec:
+    """What the operator's workers receive, read off the plan."""
+    w, op = plan.windows, plan.stream
+    return S.StreamSpec(kernel_spec(plan), op.windows.value, _number(w.length), _number(w.slide),
+                        S.Clock(Fraction(op.clock)))  # fmt: skip
 
 
-def watermark(df: DataFrame, phys: Physical, clock: S.Clock, delay_ms: int) -> DataFrame:
-    """Spark's event time of each event (its clock as a timestamp) and the
-    watermark on it; the column is dropped again by the kernel input."""
-    name = phys.names.prefix + "et"
-    ms = F.floor(F.col(phys.names.time).cast("double") * F.lit(float(clock.per_unit))) + F.lit(S.OFFSET)
-    return df.withColumn(name, F.timestamp_millis(ms.cast("long"))).withWatermark(name, f"{delay_ms} milliseconds")
+def _number(v):
+    return float(v) if isinstance(v, Decimal) else v
 
 
-def stateful(df: DataFrame, phys: Physical, spec: S.StreamSpec) -> DataFrame:
+def watermark(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
+    """Spark's event time of each event (the plan's clock as a timestamp)
+    and the watermark on it; the column is dropped again by the kernel input."""
+    op = plan.stream
+    ms = F.floor(F.col(plan.names.time).cast("double") * F.lit(float(op.clock))) + F.lit(S.OFFSET)
+    df = df.withColumn(op.event_time, F.timestamp_millis(ms.cast("long")))
+    return df.withWatermark(op.event_time, f"{op.watermark_ms} milliseconds")
+
+
+def stateful(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     """The operator over the kernel input, and the batch's output columns."""
-    group = list(spec.kernel.columns.group)
+    spec = stream_spec(plan)
+    group = list(plan.stream.key)
     arrow = to_arrow_schema(df.schema)
     packed_schema = from_arrow_schema(to_arrow_schema(df.select(*group).schema).append(_blob()))
     packed = df.mapInArrow(S.pack_fn(group), packed_schema)
@@ -252,24 +148,26 @@ def stateful(df: DataFrame, phys: Physical, spec: S.StreamSpec) -> DataFrame:
         out_schema = process.aggregate_schema(spec.kernel, arrow)
     rows = answered.filter(F.col("blob").isNotNull()).select("blob")
     rows = rows.mapInArrow(S.unpack_fn(out_schema), from_arrow_schema(out_schema))
-    return _output(phys, spec, rows)
+    return _output(plan, rows)
 
 
 def _blob():
     return pa.field("blob", pa.binary())
 
 
-def _output(phys: Physical, spec: S.StreamSpec, rows: DataFrame) -> DataFrame:
+def _output(plan: PhysicalPlan, rows: DataFrame) -> DataFrame:
     """The batch query's output columns (`compiler.detect` / `aggregate`)."""
-    start, end = C._window_bounds(phys)
+    start, end = C.window_bounds(plan)
+    if plan.query.window.tumbling:  # the batch plan's window column is nullable there; a stream's blocks are not
+        start, end = F.when(F.lit(True), start), F.when(F.lit(True), end)
     cols = [start.alias("window_start"), end.alias("window_end")]
-    if spec.detect:
-        cols += [F.col(name).alias(attr) for name, attr in phys.keys]
-        cols += [F.col("events"), F.col("length")] + ([F.col("rows")] if spec.kernel.columns.row else [])
+    keys = plan.partition.keys
+    if plan.detect is not None:
+        cols += [F.col(k.column).alias(k.attr) for k in keys]
+        cols += [F.col("events"), F.col("length")] + ([F.col("rows")] if plan.root.with_rows else [])
     else:
-        by_name = dict(phys.keys)
-        cols += [F.col(c).alias(by_name[c]) for c in spec.kernel.output_keys]
-        cols += [F.col(f"`{t.name}`") for t in spec.kernel.targets]
+        cols += [F.col(k.column).alias(k.attr) for k in keys if k.output is not None]
+        cols += [F.col(f"`{t.name}`") for t in plan.root.targets]
     return rows.select(*cols)
 
 
