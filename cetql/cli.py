@@ -41,6 +41,7 @@ from .runtime import describe_paths
 from .session import get_spark, is_connect, local_resources, log_path
 
 EXIT_CANCELLED = 130
+MAX_LIMIT = 2**31 - 1  # Spark's limit is a 32-bit number
 
 
 # ---------------------------------------------------------------- arguments
@@ -62,6 +63,7 @@ def run_options(args) -> RunOptions:
         "max_trends": getattr(args, "max_trends", None),
         "memory_budget": getattr(args, "memory_budget", None),
         "partitions": getattr(args, "partitions", None),
+        "time_zone": getattr(args, "time_zone", None),
     }
     return RunOptions.of(**keywords)
 
@@ -128,7 +130,7 @@ def cmd_run(args) -> int:
         check_target(args.output, mode, [str(v) for v in ([data] if data else typed.values())])
     show = _show_attrs(args.show)
 
-    spark = get_spark(args.master, remote=args.remote, verbose=args.verbose)
+    spark = get_spark(args.master, remote=args.remote, verbose=args.verbose, time_zone=options.time_zone)
     _ACTIVE["spark"] = spark
     execution = None
     started = time.monotonic()
@@ -185,6 +187,8 @@ def _common(p, *, run: bool) -> None:
     p.add_argument("--time-unit", choices=["s", "ms", "us", "ns"],
                    help="what one unit of a numeric time column is, for durations with units (default: s)")
     p.add_argument("--id-col", help="a column of event ids (default: ids derived from the input order)")
+    p.add_argument("--time-zone", metavar="ZONE",
+                   help="the zone of times written without one, e.g. Europe/Berlin or +05:30 (default: UTC)")
     p.add_argument("--strategy", choices=["local", "distributed"], help="force a detection strategy")
     p.add_argument("--trends", choices=["complete", "maximal", "all"], help="override the query's trend set")
     p.add_argument("--sharing", choices=["copy", "blocks"],
@@ -293,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_python_logging(getattr(args, "verbose", False))
     if getattr(args, "limit", 0) is not None and getattr(args, "limit", 0) < 0:
         parser.error("--limit must be zero (all rows) or positive")
+    if getattr(args, "limit", 0) is not None and getattr(args, "limit", 0) > MAX_LIMIT:
+        parser.error(f"--limit must be at most {MAX_LIMIT:,} (0 prints every row)")
     as_json = getattr(args, "format", None) == "json" and args.command == "compile"
     try:
         return args.func(args)

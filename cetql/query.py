@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import ast as A
+from .arguments import query_text
 from .errors import QueryError
 from .explain import explain_json, explain_text
 from .options import RunOptions
@@ -40,6 +41,7 @@ def compile(  # noqa: A001 - the public name users expect
     `strict_params` makes them an error now.  Keywords are run options
     (`trends=`, `strategy=`, `time_col=`, …; see `RunOptions`): what they
     make impossible is refused here, before any data is read."""
+    text = query_text(text)
     options = RunOptions.of(options, **keywords)
     params = check_params(dict(params or {}))
     ast = parse(text)

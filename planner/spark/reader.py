@@ -13,14 +13,26 @@ Rules:
   .json/.jsonl/.ndjson); other files (`*.bak`, `*.txt`, Spark's `_SUCCESS`
   and `.crc` files) are ignored; two formats in one folder is an error
   that lists them.
-- A CSV must have a header row; a first row made only of numbers and times is
-  recognised as data and refused with a message that says so.  An empty field
-  is null.
+- CSV is RFC 4180: a quoted field may hold commas, quotes and newlines (a
+  file with a quote is read whole by one task, so a record is never cut at a
+  newline inside quotes); a UTF-8 byte-order mark is ignored; header names are
+  trimmed (`id, ts, src`).  A CSV must have a header row; a first row made
+  only of numbers and times is recognised as data and refused with a message
+  that says so.  An empty field is null.  The files of a folder are matched by
+  header name, whatever the order of their columns; files with other columns
+  are refused, naming them.
+- JSON lines are read with the columns `describe` found (the keys of the
+  sampled lines of every file), each as text then cast; a line that is not a
+  JSON object fails the query as a malformed row.
 - A CSV or JSON column is a whole number (`bigint`) when every sampled value
   is one, a number (`double`) when most are numbers, a timestamp when most
-  are ISO-8601 times, a boolean for true/false, text otherwise.
+  are ISO-8601 times (to the nanosecond when a sampled one has a digit below
+  the microsecond: see `times`), a boolean for true/false, text otherwise.
 - Parquet timestamps with nanoseconds (pandas' default) are read exactly, as
-  nanoseconds since the epoch.
+  nanoseconds since the epoch.  Timestamps without a zone, in any format, are
+  wall-clock times in the source's time zone (UTC unless the user names one),
+  given to Spark explicitly: the session's zone and the machine's never
+  change a value.
 """
 
 from __future__ import annotations
@@ -29,17 +41,19 @@ import csv
 import io
 import json
 import re
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cetql.errors import SchemaError, UsageError
 
 from ..semantics.schema import BOOLEAN, NUMERIC, OTHER, STRING, TIMESTAMP, Schema
+from . import times
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
 SAMPLE_BYTES = 1 << 20  # what `describe` reads of a CSV or JSON file to decide types
 SAMPLE_ROWS = 20_000
+HEAD_BYTES = 64 << 10  # what `describe` reads of each further file of a folder (its header, a few rows)
+BOM = "\ufeff"
 
 _INT = re.compile(r"^[+-]?\d+$")
 _NUM = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(nan|inf|infinity)$", re.IGNORECASE)
@@ -50,8 +64,9 @@ _BOOL = {"true", "false"}
 class Column:
     name: str
     type: str  # Spark type: bigint, double, decimal(p,s), string, timestamp, boolean, date, …
-    nanos: bool = False  # a Parquet timestamp in nanoseconds, read as bigint nanoseconds
+    nanos: bool = False  # a timestamp in nanoseconds, read as bigint nanoseconds since the epoch
     unknown: bool = False  # no value was seen (an empty file): any type fits
+    naive: bool = False  # a Parquet timestamp without a zone: a wall-clock time in the source's zone
 
     @property
     def cls(self) -> str:
@@ -66,6 +81,9 @@ class Source:
     format: str  # "csv", "parquet", "json", "table" or "dataframe"
     files: tuple[str, ...]  # absolute: a Spark Connect server may run elsewhere than here
     columns: tuple[Column, ...]
+    time_zone: str = "UTC"  # the zone of times written without one
+    headers: tuple[tuple[str, ...], ...] = ()  # CSV: each file's columns in its own order
+    multiline: bool = False  # CSV: a file holds a quote, so a field may hold a newline
 
     @property
     def schema(self) -> Schema:
@@ -119,7 +137,7 @@ def files_of(path: Path) -> tuple[str, list[Path]]:
     return fmt, files
 
 
-def describe(spec: str | Path) -> Source:
+def describe(spec: str | Path, time_zone: str = "UTC") -> Source:
     """A file or folder's format and column types, without Spark."""
     path = Path(spec)
     if not path.exists():
@@ -129,19 +147,34 @@ def describe(spec: str | Path) -> Source:
     if empty and len(empty) == len(files):
         raise UsageError(f"input '{spec}' is empty" + (f" ({len(files)} empty files)" if len(files) > 1 else ""))
     files = [f for f in files if f.stat().st_size > 0]
+    headers: tuple = ()
+    multiline = False
     try:
         if fmt == "parquet":
             columns = _parquet_columns(files)
         elif fmt == "csv":
-            columns = _csv_columns(files[0], spec)
+            columns, headers = _csv_columns(files, spec)
+            multiline = any(_has_quote(f) for f in files)
         else:
-            columns = _json_columns(files[0], spec)
+            columns = _json_columns(files, spec)
     except (SchemaError, UsageError):
         raise
     except Exception as e:  # a malformed file: say which and why, in one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SchemaError(f"cannot read '{spec}' as {fmt.upper()}: {first}") from None
-    return Source(str(spec), fmt, tuple(str(f.resolve()) for f in files), tuple(columns))
+    return Source(str(spec), fmt, tuple(str(f.resolve()) for f in files), tuple(columns), time_zone, headers,
+                  multiline)  # fmt: skip
+
+
+def _has_quote(path: Path) -> bool:
+    """Whether a file holds a double quote: only then can a CSV field hold a
+    newline (RFC 4180), which a reader that splits the file at newlines would
+    cut in two."""
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 22):
+            if b'"' in chunk:
+                return True
+    return False
 
 
 def _parquet_columns(files: list[Path]) -> list[Column]:
@@ -151,13 +184,18 @@ def _parquet_columns(files: list[Path]) -> list[Column]:
     schema = pq.read_schema(files[0])
     for f in files[1:]:
         other = pq.read_schema(f)
-        if other.names != schema.names:
+        if sorted(other.names) != sorted(schema.names):
             raise SchemaError(f"Parquet files {files[0].name} and {f.name} have different columns")
+        for field in other:
+            if field.type != schema.field(field.name).type:
+                raise SchemaError(f"column '{field.name}' is {schema.field(field.name).type} in {files[0].name} and "
+                                  f"{field.type} in {f.name}; write the files of one input with one type")  # fmt: skip
     out = []
     for field in schema:
         t = field.type
         if pt.is_timestamp(t):
-            out.append(Column(field.name, "bigint" if t.unit == "ns" else "timestamp", nanos=t.unit == "ns"))
+            ns = t.unit == "ns"
+            out.append(Column(field.name, "bigint" if ns else "timestamp", nanos=ns, naive=t.tz is None))
         else:
             out.append(Column(field.name, _arrow_to_spark(t)))
     return out
@@ -189,62 +227,87 @@ def _arrow_to_spark(t) -> str:
     return str(t)
 
 
-def _sample_text(path: Path) -> str:
+def _sample_text(path: Path, size: int = SAMPLE_BYTES) -> str:
     with open(path, "rb") as f:
-        raw = f.read(SAMPLE_BYTES)
+        raw = f.read(size)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        if len(raw) == SAMPLE_BYTES and e.start >= len(raw) - 4:  # cut inside a character
+        if len(raw) == size and e.start >= len(raw) - 4:  # cut inside a character
             text = raw[: e.start].decode("utf-8")
         else:
             raise SchemaError(f"'{path}' is not UTF-8 text (byte {e.start}); convert it to UTF-8") from None
-    if len(raw) == SAMPLE_BYTES and "\n" in text:
+    if len(raw) == size and "\n" in text:
         text = text[: text.rindex("\n") + 1]  # whole lines only
-    return text
+    return text.removeprefix(BOM)
 
 
-def _csv_columns(path: Path, spec) -> list[Column]:
-    text = _sample_text(path)
-    rows = list(csv.reader(io.StringIO(text)))
-    rows = [r for r in rows if r]
+def _csv_header(path: Path, rows: list[list[str]]) -> tuple[str, ...]:
+    """A CSV file's column names (trimmed), checked: present, named, unique."""
     if not rows:
-        raise UsageError(f"input '{spec}' is empty")
-    header, data = rows[0], rows[1 : SAMPLE_ROWS + 1]
-    if header and all(_NUM.match(h.strip()) or _is_time(h.strip()) for h in header if h.strip()):
+        raise UsageError(f"input '{path}' is empty")
+    header = rows[0]
+    if header and all(_NUM.match(h.strip()) or times.is_time(h.strip()) for h in header if h.strip()):
         raise SchemaError(
             f"'{path}' has no header row: its first line ({','.join(header)[:60]}) is data; add a first line "
             "with the column names"
         )
-    names = [h.strip() for h in header]
+    names = tuple(h.strip() for h in header)
     blank = [i + 1 for i, n in enumerate(names) if not n]
     if blank:
         raise SchemaError(f"'{path}': column {blank[0]} of the header has no name")
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise SchemaError(f"'{path}': the header names column '{dup[0]}' twice")
+    return names
+
+
+def _csv_rows(path: Path, size: int) -> list[list[str]]:
+    return [r for r in csv.reader(io.StringIO(_sample_text(path, size))) if r]
+
+
+def _csv_columns(files: list[Path], spec) -> tuple[list[Column], tuple[tuple[str, ...], ...]]:
+    """The columns of CSV files (types from the first file's sample), and
+    each file's header: a folder's files may order their columns
+    differently, but must have the same ones."""
+    rows = _csv_rows(files[0], SAMPLE_BYTES)
+    if not rows:
+        raise UsageError(f"input '{spec}' is empty")
+    names = _csv_header(files[0], rows)
+    headers = [names]
+    for f in files[1:]:
+        other = _csv_header(f, _csv_rows(f, HEAD_BYTES))
+        if set(other) != set(names):
+            extra, missing = sorted(set(other) - set(names)), sorted(set(names) - set(other))
+            what = "; ".join(x for x in (f"it adds {', '.join(extra)}" if extra else "",
+                                         f"it lacks {', '.join(missing)}" if missing else "") if x)  # fmt: skip
+            raise SchemaError(f"CSV file {f.name} has other columns than {files[0].name} ({what}); "
+                              "the files of one input need the same columns")  # fmt: skip
+        headers.append(other)
+    data = rows[1 : SAMPLE_ROWS + 1]
     columns = []
     for i, name in enumerate(names):
         values = [r[i] for r in data if i < len(r) and r[i] != ""]
-        columns.append(Column(name, decide(values), unknown=not data))
-    return columns
+        columns.append(_text_column(name, decide(values), unknown=not data))
+    return columns, tuple(headers)
 
 
-def _json_columns(path: Path, spec) -> list[Column]:
-    text = _sample_text(path)
+def _json_columns(files: list[Path], spec) -> list[Column]:
     names: dict[str, list] = {}
-    for n, line in enumerate(text.splitlines()[:SAMPLE_ROWS], start=1):
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise SchemaError(f"'{path}' line {n} is not JSON ({e.msg}); inputs are JSON lines, one object a line") from None
-        if not isinstance(obj, dict):
-            raise SchemaError(f"'{path}' line {n} is not a JSON object")
-        for k, v in obj.items():
-            names.setdefault(k, []).append(v)
+    for i, path in enumerate(files):
+        text = _sample_text(path, SAMPLE_BYTES if i == 0 else HEAD_BYTES)
+        for n, line in enumerate(text.splitlines()[:SAMPLE_ROWS], start=1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise SchemaError(f"'{path}' line {n} is not JSON ({e.msg}); inputs are JSON lines, one object a line") from None
+            if not isinstance(obj, dict):
+                raise SchemaError(f"'{path}' line {n} is not a JSON object")
+            for k, v in obj.items():
+                names.setdefault(k, []).append(v)
     if not names:
         raise UsageError(f"input '{spec}' is empty")
     out = []
@@ -254,23 +317,20 @@ def _json_columns(path: Path, spec) -> list[Column]:
             out.append(Column(k, "nested"))
             continue
         as_text = ["true" if v is True else "false" if v is False else str(v) for v in vals]
-        out.append(Column(k, decide(as_text)))
+        out.append(_text_column(k, decide(as_text)))
     return out
 
 
-def _is_time(v: str) -> bool:
-    if len(v) < 10 or not v[:4].isdigit() or v[4] != "-":
-        return False
-    try:
-        datetime.fromisoformat(v.replace("Z", "+00:00"))
-        return True
-    except ValueError:
-        return False
+def _text_column(name: str, decided: str, unknown: bool = False) -> Column:
+    if decided == "timestamp_ns":
+        return Column(name, "timestamp", nanos=True)
+    return Column(name, decided, unknown=unknown)
 
 
 def decide(values: list[str]) -> str:
-    """The type of a text column from sampled (non-empty) values."""
-    vals = [v.strip() for v in values]
+    """The type of a text column from sampled (non-empty) values:
+    `timestamp_ns` for ISO times with a digit below the microsecond."""
+    vals = [v.strip(" ") for v in values]  # as Spark's trim, which the cast applies
     if not vals:
         return "string"
     n = len(vals)
@@ -280,9 +340,9 @@ def decide(values: list[str]) -> str:
     nums = sum(1 for v in vals if _NUM.match(v))
     if nums == n or (nums * 2 > n and nums > 0):
         return "bigint" if ints == nums else "double"
-    times = sum(1 for v in vals if _is_time(v))
-    if times * 2 > n:
-        return "timestamp"
+    found = [v for v in vals if times.is_time(v)]
+    if len(found) * 2 > n:
+        return "timestamp_ns" if any(times.below_micros(v) for v in found) else "timestamp"
     if all(v.lower() in _BOOL for v in vals):
         return "boolean"
     return "string"
@@ -293,23 +353,90 @@ def decide(values: list[str]) -> str:
 
 def read(spark, source: Source):
     """The input as a DataFrame.  Text formats come back with every column as
-    text: `cast_columns` gives the typed columns and the invalid flags."""
+    text: `cast_column` gives the typed columns and the invalid flags."""
     files = list(source.files)
     if source.format == "parquet":
         if any(c.nanos for c in source.columns):
             # pandas' nanosecond timestamps: read exactly, as nanoseconds since the epoch
             spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")
-        return spark.read.parquet(*files)
+        df = spark.read.parquet(*files)
+        naive_ns = {c.name for c in source.columns if c.nanos and c.naive}
+        return zoned(df.select(*[f"`{c.name}`" for c in source.columns]), source.time_zone, naive_ns)
     if source.format == "csv":
-        ddl = ", ".join(f"`{c.name}` string" for c in source.columns)
-        return (
+        return _read_csv(spark, source)
+    ddl = ", ".join(f"`{c.name}` string" for c in source.columns)
+    return (
+        spark.read.option("mode", "FAILFAST")
+        .option("timeZone", source.time_zone)
+        .schema(ddl)
+        .json(files)
+    )
+
+
+def _read_csv(spark, source: Source):
+    """CSV files, each read with its own header's order, then unioned by
+    name: one read for each order found."""
+    by_order: dict[tuple[str, ...], list[str]] = {}
+    for f, header in zip(source.files, source.headers or [tuple(c.name for c in source.columns)] * len(source.files)):
+        by_order.setdefault(header, []).append(f)
+    names = [f"`{c.name}`" for c in source.columns]
+    out = None
+    for header, files in by_order.items():
+        df = (
             spark.read.option("header", True)
             .option("mode", "FAILFAST")
-            .option("enforceSchema", False)
-            .schema(ddl)
+            .option("enforceSchema", True)  # the header was read by `describe`: names trimmed, order per file
+            .option("multiLine", source.multiline)
+            .option("timeZone", source.time_zone)
+            .schema(", ".join(f"`{n}` string" for n in header))
             .csv(files)
+            .select(*names)
         )
-    return spark.read.option("primitivesAsString", True).json(files)
+        out = df if out is None else out.unionByName(df)
+    return out
+
+
+def zoned(df, time_zone: str, naive_ns=frozenset()):
+    """Timestamps without a zone as the instants they are in `time_zone`:
+    Spark's TIMESTAMP_NTZ columns, and the columns `naive_ns` of pandas'
+    nanoseconds without a zone.  The DataFrame itself when it has none."""
+    from pyspark.sql import functions as F
+
+    if not naive_ns and not any(f.dataType.simpleString() == "timestamp_ntz" for f in df.schema.fields):
+        return df
+    if times.is_utc(time_zone):
+        naive_ns = frozenset()
+    out = []
+    for field in df.schema.fields:
+        col = F.col(f"`{field.name}`")
+        if field.dataType.simpleString() == "timestamp_ntz":
+            col = times.ntz_instant(col, time_zone).alias(field.name)
+        elif field.name in naive_ns:
+            col = times.wall_nanos_instant(col, time_zone).alias(field.name)
+        out.append(col)
+    return df.select(*out)
+
+
+def as_nanoseconds(df, source: Source | None, names: set[str]):
+    """(DataFrame, Source) with the timestamp columns `names` as epoch
+    nanoseconds: where one input holds a column in nanoseconds and another
+    in microseconds, both are read to the nanosecond (one kind of time)."""
+    from pyspark.sql import functions as F
+
+    given = source
+    if source is None:
+        source = Source("a DataFrame", "dataframe", (), tuple(
+            Column(f.name, f.dataType.simpleString()) for f in df.schema.fields))  # fmt: skip
+    change = {c.name for c in source.columns if c.name in names and not c.nanos and c.cls == TIMESTAMP}
+    if not change:
+        return df, given
+    if source.text:  # the cast reads the text to the nanosecond
+        columns = tuple(replace(c, nanos=True) if c.name in change else c for c in source.columns)
+        return df, replace(source, columns=columns)
+    df = df.select(*[times.epoch_nanos(F.col(f"`{c}`"), False).alias(c) if c in change else F.col(f"`{c}`")
+                     for c in df.columns])  # fmt: skip
+    columns = tuple(replace(c, type="bigint", nanos=True) if c.name in change else c for c in source.columns)
+    return df, replace(source, columns=columns)
 
 
 def cast_column(source: Source, name: str):
@@ -323,7 +450,7 @@ def cast_column(source: Source, name: str):
         return raw, F.lit(False)
     trimmed = F.trim(raw)
     if col.type == "timestamp":
-        typed = F.try_to_timestamp(trimmed)
+        typed = times.iso_nanos(trimmed, source.time_zone) if col.nanos else times.iso_timestamp(trimmed, source.time_zone)
     elif col.type == "boolean":
         typed = F.when(F.lower(trimmed) == "true", True).when(F.lower(trimmed) == "false", False)
     else:
