@@ -89,6 +89,7 @@ def _read_csv(spark, source: Source):
             .option("mode", "FAILFAST")
             .option("enforceSchema", True)  # the header was read by `describe`: names trimmed, order per file
             .option("multiLine", source.multiline)
+            .option("escape", '"')  # RFC 4180: a quote inside quotes is doubled; a backslash is a backslash
             .option("timeZone", source.time_zone)
             .schema(", ".join(f"`{n}` string" for n in header))
             .csv(files)
