@@ -21,6 +21,7 @@ import logging
 import os
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -147,7 +148,8 @@ def cmd_run(args) -> int:
                 else:
                     print(f"wrote {rows:,} {noun} to {args.output} ({fmt.value}) in {time.monotonic() - started:.1f} s")
             else:
-                print_result(execution, limit=args.limit, fmt=args.format, show=show, stream=sys.stdout)
+                with printing_zone(options.time_zone):
+                    print_result(execution, limit=args.limit, fmt=args.format, show=show, stream=sys.stdout)
             if options.drop_invalid:
                 dropped = count_invalid(execution.plan, execution.inputs)
                 if dropped:
@@ -166,6 +168,28 @@ def cmd_run(args) -> int:
             except Exception:  # noqa: BLE001 - the server may be gone: nothing to release
                 pass
     return 0
+
+
+@contextmanager
+def printing_zone(zone: str):
+    """Times printed in `zone` (--time-zone, UTC by default), the session's
+    zone, whatever the machine's: pyspark hands timestamps to Python as the
+    process's local time."""
+    import re
+
+    m = re.fullmatch(r"([+-])(\d\d):(\d\d)", zone)
+    posix = f"<{m[1]}{m[2]}{m[3]}>{'-' if m[1] == '+' else '+'}{m[2]}:{m[3]}" if m else zone  # POSIX: west is +
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = posix
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
 
 
 def _show_attrs(text: str | None):
