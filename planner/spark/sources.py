@@ -234,16 +234,20 @@ def _csv_rows(path: Path, size: int) -> list[list[str]]:
 
 
 def _csv_columns(files: list[Path], spec) -> tuple[list[Column], tuple[tuple[str, ...], ...]]:
-    """The columns of CSV files (types from the first file's sample), and
-    each file's header: a folder's files may order their columns
-    differently, but must have the same ones."""
+    """The columns of CSV files (types from the first file's sample and the
+    first rows of each other), and each file's header: a folder's files may
+    order their columns differently, but must have the same ones."""
     rows = _csv_rows(files[0], SAMPLE_BYTES)
     if not rows:
         raise UsageError(f"input '{spec}' is empty")
     names = _csv_header(files[0], rows)
     headers = [names]
-    for f in files[1:]:
-        other = _csv_header(f, _csv_rows(f, HEAD_BYTES))
+    values: dict[str, list[str]] = {n: [r[i] for r in rows[1 : SAMPLE_ROWS + 1] if i < len(r) and r[i] != ""]
+                                    for i, n in enumerate(names)}  # fmt: skip
+    seen = len(rows) > 1
+    for f in files[1:]:  # each further file's header, and its first rows for the types
+        more = _csv_rows(f, HEAD_BYTES)
+        other = _csv_header(f, more)
         if set(other) != set(names):
             extra, missing = sorted(set(other) - set(names)), sorted(set(names) - set(other))
             what = "; ".join(x for x in (f"it adds {', '.join(extra)}" if extra else "",
@@ -251,11 +255,10 @@ def _csv_columns(files: list[Path], spec) -> tuple[list[Column], tuple[tuple[str
             raise SchemaError(f"CSV file {f.name} has other columns than {files[0].name} ({what}); "
                               "the files of one input need the same columns")  # fmt: skip
         headers.append(other)
-    data = rows[1 : SAMPLE_ROWS + 1]
-    columns = []
-    for i, name in enumerate(names):
-        values = [r[i] for r in data if i < len(r) and r[i] != ""]
-        columns.append(_text_column(name, decide(values), unknown=not data))
+        seen = seen or len(more) > 1
+        for i, n in enumerate(other):
+            values[n] += [r[i] for r in more[1:] if i < len(r) and r[i] != ""]
+    columns = [_text_column(n, decide(values[n]), unknown=not seen) for n in names]
     return columns, tuple(headers)
 
 
