@@ -37,7 +37,7 @@ def _condition(e) -> str | None:
 
 
 def _first_line(text: str) -> str:
-    text = re.sub(r"\s*SQLSTATE: \w+\s*", " ", text.strip())
+    text = re.sub(r"[ \t]*SQLSTATE: \w+[ \t]*", " ", text.strip())
     line = text.splitlines()[0] if text else ""
     return line[:400]
 
@@ -57,9 +57,12 @@ def _java_chain(e):
     """(condition, class name, message) of each Java exception in the cause
     chain behind a Python-side error: a Py4J error (actions Spark does not
     convert, e.g. toLocalIterator) or a converted one (its origin)."""
-    je = getattr(e, "java_exception", None) or getattr(e, "_origin", None)
+    pending = [getattr(e, "java_exception", None) or getattr(e, "_origin", None)]
     seen = 0
-    while je is not None and seen < 20:
+    while pending and seen < 20:
+        je = pending.pop(0)
+        if je is None:
+            continue
         seen += 1
         try:
             cls = je.getClass().getName()
@@ -72,13 +75,16 @@ def _java_chain(e):
                 except Exception:
                     continue
             yield cond, cls, msg
-            je = je.getCause()
+            pending = [je.getCause(), *list(je.getSuppressed() or [])] + pending  # failures a stage gathered
         except Exception:
             return
 
 
 # conditions that only wrap the error that matters (found in the cause chain)
-_WRAPPERS = ("FAILED_READ_FILE", "TASK_WRITE_FAILED")
+_WRAPPERS = ("FAILED_READ_FILE", "TASK_WRITE_FAILED", "STAGE_MATERIALIZATION_MULTIPLE_FAILURES")
+# conditions of a value past its type's range
+_OVERFLOW = ("ARITHMETIC_OVERFLOW", "CAST_OVERFLOW", "NUMERIC_VALUE_OUT_OF_RANGE", "NUMERIC_OUT_OF_SUPPORTED_RANGE",
+             "DATETIME_OVERFLOW", "INTERVAL_ARITHMETIC_OVERFLOW")  # fmt: skip
 
 
 def _cause(e, name: str, text: str, condition: str | None):
@@ -90,7 +96,7 @@ def _cause(e, name: str, text: str, condition: str | None):
     for cond, cls, msg in _java_chain(e):
         if cls.endswith("PythonException"):
             return "PythonException", msg, None
-        if cond and cond.startswith(("MALFORMED_RECORD", "USER_RAISED_EXCEPTION")):
+        if cond and cond.startswith(("MALFORMED_RECORD", "USER_RAISED_EXCEPTION", *_OVERFLOW)):
             return name, msg, cond
         if cond and first is None and not cond.startswith(_WRAPPERS):
             first = (name, msg, cond)
@@ -138,9 +144,6 @@ def _java_line(text: str) -> str:
             return f"{m.group(1).rsplit('.', 1)[-1]}: {m.group(2)}".strip().rstrip(":")
     return _first_line(text)
 
-
-_OVERFLOW = ("ARITHMETIC_OVERFLOW", "CAST_OVERFLOW", "NUMERIC_VALUE_OUT_OF_RANGE", "NUMERIC_OUT_OF_SUPPORTED_RANGE",
-             "DATETIME_OVERFLOW", "DIVIDE_BY_ZERO", "INTERVAL_ARITHMETIC_OVERFLOW")  # fmt: skip
 
 
 def describe(e: BaseException, diagnose=None) -> CetqlError:
@@ -199,8 +202,9 @@ def _by_condition(condition: str, text: str) -> CetqlError:
         return JobFailed(_first_line(text))
     if condition.startswith(_OVERFLOW):
         return JobFailed(
-            "a number went past what its type holds while the query ran (times or values near the 64-bit limit, "
-            f"about ±9.2e18, or a huge parameter): {_first_line(text)}"
+            "a number went past what its type holds while the query ran (overflow): times or values near the 64-bit "
+            "limit (about ±9.2e18; a window's bounds must lie within it) or a huge parameter; "
+            "move the times nearer to zero or drop those rows"
         )
     if condition.startswith("INVALID_TIMEZONE"):
         return JobFailed(f"Spark does not know the time zone: {_first_line(text)}; give another with --time-zone")
