@@ -10,6 +10,7 @@ last line names cetql's own exception class.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from .errors import CetqlError
 from .planner.spark.checks import ID_REFUSED
@@ -217,6 +218,9 @@ def _by_condition(condition: str, text: str) -> CetqlError:
 def _by_type(e: BaseException, text: str) -> CetqlError:
     from py4j.protocol import Py4JError, Py4JJavaError, Py4JNetworkError
 
+    if not isinstance(e, Py4JError) and not type(e).__module__.startswith(("pyspark", "py4j", "grpc")) and not \
+            isinstance(e, ConnectionError):  # fmt: skip
+        return _internal(e)
     classic = isinstance(e, Py4JError) or type(e).__module__.startswith("pyspark.errors.exceptions.captured")
     if isinstance(e, (Py4JNetworkError, ConnectionError)) or (classic and _spark_stopped()):
         return JobFailed(f"Spark stopped while the query ran; its log is {log_path()}")
@@ -228,3 +232,15 @@ def _by_type(e: BaseException, text: str) -> CetqlError:
     if inner:
         return JobFailed(inner)
     return JobFailed(f"the Spark job failed: {_first_line(text)} (log: {log_path()})")
+
+
+def _internal(e: BaseException) -> CetqlError:
+    """An exception of Python's own (an assertion, a TypeError) while the
+    query was built or its result read: a bug, said with where it happened."""
+    import traceback
+
+    frames = traceback.extract_tb(e.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    what = _first_line(str(e))
+    return JobFailed(f"internal error: {type(e).__name__}{where}{': ' + what if what else ''}; this is a bug in "
+                     f"cetql: please report it with the query (log: {log_path()})")  # fmt: skip

@@ -26,7 +26,7 @@ CASES = [
     ("test_window_too_long", "`WITHIN 1e30`", "exit 2 before Spark starts: longer than a window can be"),
     ("test_times_near_the_int64_limits", "integer times near ±9.2e18", "exit 1, one line: a number past its type's range; no JVM log record, never 'a predicate'"),
     ("test_limit_past_32_bits", "`--limit 3000000000`", "exit 2: at most 2,147,483,647"),
-    ("test_failures_by_type_and_class", "a JVM call that fails while Spark runs on", "said as a value Spark cannot take, never 'Spark stopped'"),
+    ("test_failures_by_type_and_class", "a JVM call that fails while Spark runs on; Python's own assertion while a plan is built", "a value Spark cannot take, never 'Spark stopped'; an internal error with its place, never an empty message"),
 ]
 
 
@@ -129,3 +129,8 @@ def test_failures_by_type_and_class(spark):
     said = str(describe(raised.value))
     assert "past what its type holds" in said and "predicate" not in said
     assert spark.range(3).count() == 3  # and Spark still runs
+    try:  # Python's own exception while a query is built: a bug, said with its place, never an empty message
+        assert False  # noqa: B011, PT015
+    except AssertionError as e:
+        said = str(describe(e))
+    assert said.startswith("internal error: AssertionError at test_inputs_messages.py:") and "report it" in said
