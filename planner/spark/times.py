@@ -1,11 +1,12 @@
 """ISO-8601 times in text inputs (CSV, JSON lines), read exactly.
 
-One grammar, used both to decide a column's type from a sample (Python) and
-to read every value (Spark):
+A column is a time column when most sampled values follow
 
-    YYYY-MM-DD[(T| )hh:mm[:ss[(.|,)f…]]][ ][Z | ±hh | ±hhmm | ±hh:mm]
+    YYYY-MM-DD[(T| )hh:mm[:ss[.f…]]][ ][Z | ±hh | ±hhmm | ±hh:mm]
 
-with up to nine digits of fraction.  A time with an offset is that instant;
+with up to nine digits of fraction; every value is then read by Spark's own
+cast (which also takes a zone name after the time, `… Europe/Berlin`), and
+the digits below the microsecond are read beside it.  A time with an offset is that instant;
 one without is a wall-clock time in the reader's time zone (UTC unless the
 user names one), given to Spark explicitly: neither the session's time zone
 nor the machine's changes a value.
@@ -28,7 +29,7 @@ from datetime import datetime
 
 ISO = (
     r"^([0-9]{4})-([0-9]{2})-([0-9]{2})"
-    r"(?:[T ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:[.,]([0-9]{1,9}))?)?)?"
+    r"(?:[T ]([0-9]{2}):([0-9]{2})(?::([0-9]{2})(?:[.]([0-9]{1,9}))?)?)?"
     r" ?(Z|[+-][0-9]{2}(?::?[0-9]{2})?)?$"
 )
 _ISO = re.compile(ISO)
@@ -59,7 +60,7 @@ def iso_parts(value: str) -> tuple | None:
 def _offset_seconds(zone: str) -> int | None:
     digits = zone[1:].replace(":", "")
     hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
-    if hours > 23 or minutes > 59:
+    if minutes > 59 or hours * 60 + minutes > 18 * 60:  # java.time's range of offsets
         return None
     return (-1 if zone[0] == "-" else 1) * (hours * 3600 + minutes * 60)
 
@@ -81,37 +82,6 @@ def is_utc(zone: str) -> bool:
 # ---------------------------------------------------------------- Spark
 
 
-def _fields(text):
-    """Spark columns of an ISO time's parts (as text); null where `text` is
-    not one."""
-    from pyspark.sql import functions as F
-
-    parts = F.split(F.regexp_replace(text, ISO, "$1-$2-$3|$4|$5|$6|$7|$8"), r"\|")
-    ok = text.rlike(ISO)
-
-    def part(i, default=None):
-        p = F.when(ok, parts.getItem(i))
-        return p if default is None else F.coalesce(F.nullif(p, F.lit("")), F.lit(default))
-
-    wall = F.concat(part(0), F.lit("T"), part(1, "00"), F.lit(":"), part(2, "00"), F.lit(":"), part(3, "00"))
-    return wall.try_cast("timestamp_ntz"), F.rpad(part(4, ""), 9, "0"), part(5, "")
-
-
-def _offset_micros(zone):
-    """Microseconds east of UTC of a written offset (`Z`, `+02`, `-0530`,
-    `+05:30`); null when it is out of range."""
-    from pyspark.sql import functions as F
-
-    digits = F.regexp_replace(zone, "[^0-9]", "")
-    hours = F.substring(digits, 1, 2).try_cast("int")
-    minutes = F.coalesce(F.nullif(F.substring(digits, 3, 2), F.lit("")).try_cast("int"), F.lit(0))
-    sign = F.when(zone.startswith("-"), F.lit(-1)).otherwise(F.lit(1))
-    valid = (hours <= 23) & (minutes <= 59)
-    return F.when(zone == "Z", F.lit(0).cast("long")).when(
-        valid, (sign * (hours * 3600 + minutes * 60)).cast("long") * 1_000_000
-    )
-
-
 def wall_micros(ntz, zone: str):
     """Microseconds since the epoch of a wall-clock time (TIMESTAMP_NTZ) in
     `zone` (a time in a daylight-saving gap moves forward, as java.time
@@ -123,23 +93,29 @@ def wall_micros(ntz, zone: str):
 
 
 def _micros_and_nanos(text, zone: str):
-    """(microseconds since the epoch to the second, the fraction in
-    nanoseconds) of an ISO time, null where it is not one."""
+    """(microseconds since the epoch, the digits below the microsecond as
+    nanoseconds) of ISO times; null where a value is not one.  Spark's own
+    cast reads the text to the microsecond: with the value's zone when it
+    names one (a letter, + or - after the date), else as a wall-clock time
+    put in `zone` explicitly.  String functions only, no regular expression:
+    this runs on every value of a time column."""
     from pyspark.sql import functions as F
 
-    ntz, frac9, written = _fields(text)
-    offset = _offset_micros(written)
-    at = F.when(written == "", wall_micros(ntz, zone)).otherwise(
-        F.timestamp_diff("MICROSECOND", F.expr(EPOCH), ntz) - offset
+    zoned = F.translate(text.substr(F.lit(12), F.lit(64)), "0123456789:. ", "") != ""
+    at = F.when(zoned, F.unix_micros(text.try_cast("timestamp"))).otherwise(
+        wall_micros(text.try_cast("timestamp_ntz"), zone)
     )
-    return at, frac9.try_cast("long")
+    dot = F.instr(text, ".")
+    digits = F.substring_index(F.translate(text.substr(dot + 7, F.lit(3)), "Zz+- :", "######"), "#", 1)
+    below = F.when(dot > 0, F.rpad(digits, 3, "0").try_cast("int")).otherwise(F.lit(0))
+    return at, below
 
 
 def iso_nanos(text, zone: str):
     """Epoch nanoseconds (`bigint`) of ISO times; null where a value is not
     one or falls outside what 64 bits of nanoseconds hold."""
-    micros, nanos = _micros_and_nanos(text, zone)
-    return (micros.cast("decimal(38,0)") * 1000 + nanos).try_cast("bigint")
+    micros, below = _micros_and_nanos(text, zone)
+    return (micros.cast("decimal(38,0)") * 1000 + below).try_cast("bigint")
 
 
 def iso_timestamp(text, zone: str):
@@ -147,9 +123,8 @@ def iso_timestamp(text, zone: str):
     a digit below the microsecond (which a timestamp cannot hold)."""
     from pyspark.sql import functions as F
 
-    micros, nanos = _micros_and_nanos(text, zone)
-    exact = (nanos % 1000) == 0
-    return F.when(exact, F.timestamp_micros(micros + F.floor(nanos / 1000).cast("long")))
+    micros, below = _micros_and_nanos(text, zone)
+    return F.when(below == 0, F.timestamp_micros(micros))
 
 
 def ntz_instant(ntz, zone: str):
