@@ -18,6 +18,8 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from processes import spark_env
 from reference import reference_trends
 
@@ -25,7 +27,7 @@ import cetql
 from cetql.cli import main
 from cetql.errors import UsageError
 from cetql.options import RunOptions
-from cetql.planner.spark import sources
+from cetql.planner.spark import sources, times
 
 CHAIN = "PATTERN S+ s[] WITHIN 1 s"  # every strictly later event may follow: ties are never adjacent
 RISING = "PATTERN S+ s[] WHERE s[i].x > s[i-1].x WITHIN 10 s"
@@ -39,6 +41,7 @@ CASES = [
     ("test_session_zone_changes_nothing", "a Spark session whose own time zone is not UTC", "the same trends: the reader gives Spark its zone explicitly"),
     ("test_machine_zone_changes_nothing", "`TZ=Europe/Berlin` and a time in its daylight-saving gap", "the same result as under UTC"),
     ("test_unknown_time_zone", "`--time-zone Mars/Olympus`", "exit 2: give a zone name such as UTC or Europe/Berlin"),
+    ("test_iso_reader_against_an_independent_parse", "generated ISO times: 1900–2200, 0–9 fraction digits, offsets, none, daylight-saving gaps and overlaps, several zones", "the epoch nanoseconds this test computes itself, every one"),
     ("test_parquet_precisions_are_one_kind", "Parquet inputs with nanosecond (pandas) and microsecond timestamps", "one kind, nanoseconds: the reference's trends"),
 ]
 
@@ -178,6 +181,50 @@ def test_unknown_time_zone(capsys, tmp_path):
         with pytest.raises(UsageError):
             RunOptions.of(time_zone=bad)
     assert RunOptions.of(time_zone="+05:30").time_zone == "+05:30"
+
+
+@st.composite
+def iso_texts(draw):
+    """An ISO time of the documented grammar, near a daylight-saving change
+    often, with its exact instant in each zone computed here."""
+    day = draw(st.sampled_from([datetime(2026, 3, 29), datetime(2026, 10, 25), datetime(2026, 3, 8), datetime(2026, 11, 1)])
+               | st.datetimes(datetime(1900, 1, 1), datetime(2200, 12, 31)))  # fmt: skip
+    wall = day.replace(hour=draw(st.integers(0, 23)), minute=draw(st.integers(0, 59)), second=draw(st.integers(0, 59)))
+    digits = draw(st.text("0123456789", min_size=0, max_size=9))
+    offset = draw(st.sampled_from(["", "", "Z", "+02:00", "-05:30", "+0545", "-03", "+14:00"]))
+    sep = draw(st.sampled_from(["T", " "]))
+    space = draw(st.sampled_from(["", " "])) if offset else ""
+    return wall.strftime(f"%Y-%m-%d{sep}%H:%M:%S") + (f".{digits}" if digits else "") + space + offset
+
+
+def _nanos(text: str, zone: str) -> int:
+    m = re.fullmatch(r"(\d{4}-\d\d-\d\d).(\d\d:\d\d:\d\d)(?:\.(\d+))? ?(Z|[+-]\d\d(?::?\d\d)?)?", text)
+    wall = datetime.fromisoformat(f"{m[1]}T{m[2]}")
+    if m[4] is None and zone[0] in "+-":
+        at = wall.replace(tzinfo=timezone(timedelta(hours=int(zone[:3]), minutes=int(zone[0] + zone[4:]))))
+    elif m[4] is None:
+        at = wall.replace(tzinfo=ZoneInfo(zone))  # fold=0: a gap takes the offset before it, as java.time
+    elif m[4] == "Z":
+        at = wall.replace(tzinfo=UTC)
+    else:
+        digits = m[4][1:].replace(":", "")
+        size = timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0))
+        at = wall.replace(tzinfo=timezone(size if m[4][0] == "+" else -size))
+    return (at - EPOCH) // timedelta(seconds=1) * 10**9 + int((m[3] or "").ljust(9, "0"))
+
+
+@settings(max_examples=3, deadline=None)
+@given(texts=st.lists(iso_texts(), min_size=50, max_size=150))
+def test_iso_reader_against_an_independent_parse(spark, texts):
+    from pyspark.sql import functions as F
+
+    zones = ("UTC", "Europe/Berlin", "America/New_York", "+05:30")
+    df = spark.createDataFrame([(t,) for t in texts], "t string")
+    got = df.select(*[times.iso_nanos(F.col("t"), z).alias(f"z{i}") for i, z in enumerate(zones)]).collect()
+    for text, row in zip(texts, got):
+        for i, z in enumerate(zones):
+            assert row[f"z{i}"] == _nanos(text, z), (text, z)
+    assert all(times.is_time(t) for t in texts)
 
 
 def test_parquet_precisions_are_one_kind(spark, tmp_path):

@@ -97,8 +97,9 @@ def _micros_and_nanos(text, zone: str):
     nanoseconds) of ISO times; null where a value is not one.  Spark's own
     cast reads the text to the microsecond: with the value's zone when it
     names one (a letter, + or - after the date), else as a wall-clock time
-    put in `zone` explicitly.  String functions only, no regular expression:
-    this runs on every value of a time column."""
+    put in `zone` explicitly.  Plain string functions, and a regular
+    expression only for a value with digits below the microsecond: this runs
+    on every value of a time column."""
     from pyspark.sql import functions as F
 
     zoned = F.translate(text.substr(F.lit(12), F.lit(64)), "0123456789:. ", "") != ""
@@ -106,8 +107,10 @@ def _micros_and_nanos(text, zone: str):
         wall_micros(text.try_cast("timestamp_ntz"), zone)
     )
     dot = F.instr(text, ".")
-    digits = F.substring_index(F.translate(text.substr(dot + 7, F.lit(3)), "Zz+- :", "######"), "#", 1)
-    below = F.when(dot > 0, F.rpad(digits, 3, "0").try_cast("int")).otherwise(F.lit(0))
+    seven = text.substr(dot + 1, F.lit(7))  # a digit below the microsecond: seven digits after the point
+    finer = (dot > 0) & (F.length(seven) == 7) & (F.translate(seven, "0123456789", "") == "")
+    digits = F.regexp_extract(text, r"[.][0-9]{6}([0-9]{1,3})", 1)  # only where `finer`: a regex costs
+    below = F.when(finer, F.rpad(digits, 3, "0").try_cast("int")).otherwise(F.lit(0))
     return at, below
 
 
