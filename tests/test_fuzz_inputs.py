@@ -52,7 +52,7 @@ from cetql.cli import main
 from cetql.planner.spark import checks, compiler
 
 EXAMPLES = int(os.environ.get("CETQL_FUZZ_EXAMPLES", "40"))
-SECONDS = float(os.environ.get("CETQL_FUZZ_SECONDS", "100"))  # 0: no budget
+SECONDS = float(os.environ.get("CETQL_FUZZ_SECONDS", "75"))  # 0: no budget
 SEED = int(os.environ.get("CETQL_FUZZ_SEED", "20261124"))
 LOG = os.environ.get("CETQL_FUZZ_LOG")
 
@@ -480,7 +480,7 @@ _STARTED: list[float] = []
 _FOUND: list[str] = []
 
 
-def run_case(case: Case, capsys) -> str | None:
+def run_case(case: Case, capsys, seen: dict) -> str | None:
     folder = Path(tempfile.mkdtemp(prefix="cetql-fuzz-"))
     try:
         data = write_inputs(case, folder)
@@ -499,6 +499,8 @@ def run_case(case: Case, capsys) -> str | None:
             captured = capsys.readouterr()
         finally:
             os.chdir(here)
+        lines = captured.err.strip().splitlines()
+        seen.update(code=code, said=lines[-1][:160] if lines else "", dropped=exp.dropped, kept=len(exp.kept))
         return judge(case, exp, code, captured.out, captured.err, folder, before)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -513,11 +515,11 @@ def test_hostile_inputs(spark, capsys, wired, case):
         _STARTED.append(time.monotonic())
     if SECONDS and time.monotonic() - _STARTED[0] > SECONDS:
         return  # the suite's budget is spent: the remaining examples pass unrun
-    started = time.monotonic()
-    problem = run_case(case, capsys)
+    started, seen = time.monotonic(), {}
+    problem = run_case(case, capsys, seen)
     if LOG:
         with open(LOG, "a") as f:
-            f.write(json.dumps({"case": _describe(case), "problem": problem,
+            f.write(json.dumps({"case": _describe(case), "problem": problem, **seen,
                                 "seconds": round(time.monotonic() - started, 1)}) + "\n")  # fmt: skip
     if problem and os.environ.get("CETQL_FUZZ_COLLECT"):
         _FOUND.append(problem)
