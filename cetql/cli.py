@@ -21,6 +21,7 @@ import logging
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import __version__, draw, gen, repl, serve
@@ -40,6 +41,7 @@ from .session import get_spark, is_connect, log_path
 
 EXIT_CANCELLED = 130
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
+MAX_LIMIT = 2**31 - 1  # Spark's limit is a 32-bit number
 
 
 # ---------------------------------------------------------------- arguments
@@ -62,6 +64,7 @@ def run_options(args) -> RunOptions:
         "max_windows": getattr(args, "max_windows", None),
         "memory_budget": getattr(args, "memory_budget", None),
         "partitions": getattr(args, "partitions", None),
+        "time_zone": getattr(args, "time_zone", None),
     }
     return RunOptions.of(**keywords)
 
@@ -131,7 +134,7 @@ def cmd_run(args) -> int:
                                 query_file=args.query_file, fmt=fmt)  # fmt: skip
     show = _show_attrs(args.show, inputs)
 
-    spark = get_spark(args.master, remote=args.remote, verbose=args.verbose)
+    spark = get_spark(args.master, remote=args.remote, verbose=args.verbose, time_zone=options.time_zone)
     _ACTIVE["spark"] = spark
     execution = None
     started = time.monotonic()
@@ -148,7 +151,8 @@ def cmd_run(args) -> int:
                 else:
                     print(f"wrote {rows:,} {noun} to {args.output} ({fmt.value}) in {time.monotonic() - started:.1f} s")
             else:
-                print_result(execution, limit=args.limit, fmt=args.format, show=show, stream=sys.stdout)
+                with printing_zone(options.time_zone):
+                    print_result(execution, limit=args.limit, fmt=args.format, show=show, stream=sys.stdout)
             if options.drop_invalid:
                 dropped = count_invalid(execution.plan, execution.inputs)
                 if dropped:
@@ -167,6 +171,28 @@ def cmd_run(args) -> int:
             except Exception:  # noqa: BLE001 - the server may be gone: nothing to release
                 pass
     return 0
+
+
+@contextmanager
+def printing_zone(zone: str):
+    """Times printed in `zone` (--time-zone, UTC by default), the session's
+    zone, whatever the machine's: pyspark hands timestamps to Python as the
+    process's local time."""
+    import re
+
+    m = re.fullmatch(r"([+-])(\d\d):(\d\d)", zone)
+    posix = f"<{m[1]}{m[2]}{m[3]}>{'-' if m[1] == '+' else '+'}{m[2]}:{m[3]}" if m else zone  # POSIX: west is +
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = posix
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
 
 
 def _show_attrs(text: str | None, inputs=None):
@@ -192,6 +218,8 @@ def _common(p, *, run: bool) -> None:
     p.add_argument("--time-unit", choices=["s", "ms", "us", "ns"],
                    help="what one unit of a numeric time column is, for durations with units (default: s)")
     p.add_argument("--id-col", help="a column of event ids (default: ids derived from the input order)")
+    p.add_argument("--time-zone", metavar="ZONE",
+                   help="the zone of times written without one, e.g. Europe/Berlin or +05:30 (default: UTC)")
     p.add_argument("--strategy", choices=["local", "distributed"], help="force a detection strategy")
     p.add_argument("--trends", choices=["complete", "maximal", "all"], help="override the query's trend set")
     p.add_argument("--sharing", choices=["copy", "blocks"],
@@ -303,6 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_python_logging(getattr(args, "verbose", False))
     if (getattr(args, "limit", None) or 0) < 0:
         parser.error("--limit must be zero (all rows) or positive")
+    if getattr(args, "limit", 0) is not None and getattr(args, "limit", 0) > MAX_LIMIT:
+        parser.error(f"--limit must be at most {MAX_LIMIT:,} (0 prints every row)")
     as_json = getattr(args, "format", None) == "json" and args.command == "compile"
     try:
         return args.func(args)

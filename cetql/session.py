@@ -53,19 +53,27 @@ def _check_master(master: str, *, hint: str = " (for Spark Connect, use --remote
 
 
 def get_spark(master: str | None = None, *, remote: str | None = None, verbose: bool = False,
-              shuffle_partitions: int | None = None):  # fmt: skip
+              shuffle_partitions: int | None = None, time_zone: str = "UTC"):  # fmt: skip
     """A Spark session: Connect when `remote` (or SPARK_REMOTE without a
-    master) is given, the active session when no master is, else a new one."""
+    master) is given, the active session when no master is, else a new one.
+    A session cetql starts has `time_zone` as its session time zone (the
+    reader names its zone to Spark itself, so the active session's own zone
+    never changes what an input means)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    _quiet_query_loggers(verbose)
     if remote is not None and master is not None:
         raise UsageError("give --master or --remote, not both: --remote runs on the Connect server's own master")
+    origin = "--remote"
     if remote is None and master is None:
         remote = os.environ.get("SPARK_REMOTE") or None
+        origin = "SPARK_REMOTE"
     if remote is not None:
-        return _connect(remote)
+        spark = _connect(remote, origin)
+        _set_time_zone(spark, time_zone)
+        return spark
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
@@ -78,6 +86,7 @@ def get_spark(master: str | None = None, *, remote: str | None = None, verbose: 
         "spark.master": master,
         "spark.sql.shuffle.partitions": str(shuffle_partitions or max(2, 2 * cores)),
         "spark.driver.memory": driver_memory(),
+        "spark.sql.session.timeZone": time_zone,
     }
     try:
         return _classic(conf, verbose)
@@ -111,14 +120,55 @@ def _classic(conf: dict, verbose: bool):
     return SparkSession(sc)
 
 
-def _reachable(remote: str, timeout: float = 10) -> None:
+def _quiet_query_loggers(verbose: bool) -> None:
+    """pyspark logs every failed query's error as a JSON record on stderr
+    (its query-context loggers); cetql's own one-line error says what
+    happened, and the record goes to the log file."""
+    if verbose:
+        return
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logger = PySparkLogger.getLogger(name)
+        for h in list(logger.handlers):
+            if not isinstance(h, logging.FileHandler):
+                logger.removeHandler(h)
+        if not logger.handlers:
+            logger.addHandler(logging.FileHandler(log_path()))
+        logger.propagate = False
+
+
+def _set_time_zone(spark, time_zone: str) -> None:
+    try:
+        spark.conf.set("spark.sql.session.timeZone", time_zone)
+    except Exception as e:  # noqa: BLE001 - a server that refuses it: say so, in one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CetqlError(f"the Spark Connect server refused the time zone {time_zone}: {first}") from None
+
+
+def connect_address(remote: str, origin: str = "--remote") -> tuple[str, int]:
+    """(host, port) of a Spark Connect address `sc://host[:port][/;k=v…]`,
+    or a one-line `UsageError` naming what is wrong and where it came from."""
+    import re
+
+    shown = f"{origin} {remote!r}" if origin == "--remote" else f"{origin}={remote!r}"
+    m = re.fullmatch(r"sc://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]*))?(/(;[^;=/]+=[^;]*)*;?)?", remote)
+    if m is None:
+        raise UsageError(f"{shown} is not a Spark Connect address; expected sc://host:port, e.g. sc://localhost:15002")
+    host, port = m.group(1).strip("[]"), m.group(2)
+    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        raise UsageError(f"{shown}: the port must be a number from 1 to 65535, e.g. sc://{host}:15002")
+    return host, int(port) if port else 15002
+
+
+def _reachable(remote: str, origin: str = "--remote", timeout: float = 10) -> None:
     """A one-line error now, where the Connect client would retry for many
     minutes against a server that is not there."""
     import socket
-    from urllib.parse import urlparse
 
-    where = urlparse(remote.replace("sc://", "http://", 1))
-    host, port = where.hostname or "localhost", where.port or 15002
+    host, port = connect_address(remote, origin)
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return
@@ -128,11 +178,12 @@ def _reachable(remote: str, timeout: float = 10) -> None:
                      "(is `cetql serve` or another Connect server running there?)")  # fmt: skip
 
 
-def _connect(remote: str):
+def _connect(remote: str, origin: str = "--remote"):
     if not (remote.startswith("sc://") or remote.startswith("local")):
-        raise UsageError(f"unknown Spark Connect address '{remote}'; expected sc://host:port (or local[N])")
+        shown = f"{origin} {remote!r}" if origin == "--remote" else f"{origin}={remote!r}"
+        raise UsageError(f"unknown Spark Connect address: {shown}; expected sc://host:port (or local[N])")
     if remote.startswith("sc://"):
-        _reachable(remote)
+        _reachable(remote, origin)
     try:
         from pyspark.sql import SparkSession
 

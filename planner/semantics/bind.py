@@ -65,8 +65,36 @@ def parse_param(text: str) -> tuple[str, object]:
     return k, d
 
 
+INT64 = (-(2**63), 2**63 - 1)
+_DOUBLE_MAX = Decimal("1.7976931348623157e308")
+
+
+def number_range_error(v) -> str | None:
+    """Why a number cannot be used in a query (it cannot be spelled to
+    Spark and the kernels exactly), or None: a whole number must fit 64
+    bits; any other must be finite and within a double's range."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, Decimal)):
+        return None
+    if isinstance(v, int):
+        if INT64[0] <= v <= INT64[1]:
+            return None
+        return (f"{_short(v)} does not fit a 64-bit integer (at most {INT64[1]:,}); write it as a decimal "
+                f"(e.g. {Decimal(v):.3e}) to compare it as a number")  # fmt: skip
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"{v} is not a finite number"
+    if isinstance(v, Decimal) and (not v.is_finite() or abs(v) > _DOUBLE_MAX):
+        return f"{_short(v)} is not a finite number a double can hold (at most about 1.8e308)"
+    return None
+
+
+def _short(v) -> str:
+    text = str(v)
+    return text if len(text) <= 24 else f"{text[:10]}…{text[-6:]} ({len(text.lstrip('-'))} digits)"
+
+
 def check_params(params: dict[str, object]) -> dict[str, object]:
-    """Parameter values from Python: numbers must be finite."""
+    """Parameter values from Python: numbers must be finite and fit the
+    types they are compared as."""
     out = {}
     for k, v in params.items():
         if isinstance(v, float):
@@ -76,6 +104,9 @@ def check_params(params: dict[str, object]) -> dict[str, object]:
             raise ParameterError(f"parameter {k}={v}: a parameter must be a finite number")
         elif not isinstance(v, (bool, int, float, Decimal, str)):
             raise ParameterError(f"parameter {k}={v!r}: give a number, a string or a boolean")
+        problem = number_range_error(v)
+        if problem:
+            raise ParameterError(f"parameter {k}: {problem}")
         out[k] = v
     return out
 
@@ -95,11 +126,29 @@ def bind_window(q: A.Query) -> ir.Window:
             "WITHIN and SLIDE must both have a time unit or both have none", (q.slide or q.within).pos
         )
     length, step = _seconds(q.within), _seconds(slide)
+    for d, value in ((q.within, length), (slide, step)):
+        _check_duration(d, value, "WITHIN" if d is q.within else "SLIDE")
     if step > length:
         raise QuerySemanticError(
             f"SLIDE ({step}) is longer than WITHIN ({length}): events between windows would be ignored", slide.pos
         )
     return ir.Window(length, step, q.within.unit is None)
+
+
+# Window bounds are computed in 64-bit integers of the time column's units:
+# nanoseconds at most for a duration with a unit (timestamps to the
+# nanosecond), the column's own units without one.
+_MAX_DURATION_SECONDS = Decimal(INT64[1]) / Decimal(10**9)
+
+
+def _check_duration(d: A.Duration, value: Decimal, clause: str) -> None:
+    written = f"{clause} {d.amount}{' ' + d.unit if d.unit else ''}"
+    if value <= 0:
+        raise QuerySemanticError(f"{written}: a window's length and slide must be positive", d.pos)
+    limit = _MAX_DURATION_SECONDS if d.unit else Decimal(INT64[1])
+    if value > limit:
+        most = "about 292 years (2^63 nanoseconds)" if d.unit else f"{INT64[1]:,} of the time column's units"
+        raise QuerySemanticError(f"{written} is longer than a window can be: at most {most}", d.pos)
 
 
 def _value_class(v) -> str:
@@ -154,6 +203,9 @@ class _Checker:
     def expr(self, e: A.Expr) -> str:
         match e:
             case A.Literal(value=v):
+                problem = number_range_error(v)
+                if problem:
+                    raise QuerySemanticError(f"the number {problem}", e.pos)
                 return _value_class(v)
             case A.Attr():
                 return self.attr(e)
