@@ -251,14 +251,21 @@ def get_spark(master: str | None = None, *, remote: str | None = None, verbose: 
 _LOCAL: dict[str, str] = {}
 
 
+# spark-submit first runs a small JVM that only builds the real JVM's command line
+_LAUNCHER_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
+
+
 @contextlib.contextmanager
 def _launch_env(local: bool):
     """The environment spark-submit starts the JVM in (pyspark passes it
-    this process's): a local session binds to 127.0.0.1 (no search for the
-    machine's address, no warning that its name is a loopback one)."""
+    this process's, for as long as it starts): a local session binds to
+    127.0.0.1 (no search for the machine's address, no warning that its name
+    is a loopback one); spark-submit's launcher JVM starts for a short run."""
     added = {}
     if local and "SPARK_LOCAL_IP" not in os.environ:
         added["SPARK_LOCAL_IP"] = "127.0.0.1"
+    if "SPARK_LAUNCHER_OPTS" not in os.environ:
+        added["SPARK_LAUNCHER_OPTS"] = _LAUNCHER_OPTIONS
     os.environ.update(added)
     try:
         yield
