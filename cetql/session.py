@@ -45,10 +45,12 @@ def cache_dir() -> Path:
 
 
 # The local driver JVM's compilers and collector, chosen for runs of seconds
-# on a few cores (bench/phases.py measures them): C1 compiles at once and
-# leaves the cores to the query, where C2 would spend them on code that runs
-# for a few seconds; the serial collector starts nothing and the heap of a
-# local run is small.  CETQL_JVM_OPTIONS replaces them ("" adds none).
+# on a few cores (bench/start_options.py; bench/RESULTS.md, "Start-up
+# settings"): C1 compiles at once and leaves the cores to the query, where
+# C2 would spend them on code that runs for seconds; the serial collector
+# starts no threads.  Both cut the 100-event run and the 1M-event ones alike
+# (the JVM's share of those is reading, moving and writing rows, not hot
+# loops C2 would pay back).  CETQL_JVM_OPTIONS replaces them ("" adds none).
 JIT_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
@@ -233,7 +235,6 @@ def get_spark(master: str | None = None, *, remote: str | None = None, verbose: 
     }
     local = master.startswith("local")
     if local:
-        conf.update(_LOCAL)
         options = jvm_options()
         if options:
             conf["spark.driver.defaultJavaOptions"] = " ".join(options)
@@ -245,10 +246,6 @@ def get_spark(master: str | None = None, *, remote: str | None = None, verbose: 
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CetqlError(f"Spark did not start ({first}); its log is {log_path()}") from None
-
-
-# Settings of a local session (one JVM, its executor inside the driver).
-_LOCAL: dict[str, str] = {}
 
 
 # spark-submit first runs a small JVM that only builds the real JVM's command line
