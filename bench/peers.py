@@ -48,6 +48,7 @@ import datetime as dt
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -66,6 +67,7 @@ from aggregate import exact_counts, stream  # noqa: E402
 from generate import kiting, stock  # noqa: E402
 from phases import wait_for_archive  # noqa: E402
 from results import replace_section  # noqa: E402
+from run import _cpu_ticks, cpu_run, tree_pids  # noqa: E402
 from warm import free_port  # noqa: E402
 
 SECTION = "## Against the papers' Java implementations"
@@ -106,13 +108,22 @@ def build(abi: Path, greta: Path, out: Path) -> tuple[str, str]:
     return f"{abi_out}{os.pathsep}{lib}", str(greta_out)
 
 
-def timed(cmd: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, str, str]:
+def timed(cmd: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, float, str, str]:
+    """(wall seconds, CPU seconds of the process and what it waited for, stdout, stderr)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd)
     took = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{cmd[:6]} failed: {done.stderr[-2000:]}")
-    return took, done.stdout, done.stderr
+    cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
+    return took, cpu, done.stdout, done.stderr
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds so far of a process tree (a running server)."""
+    return sum(_cpu_ticks(p) for p in tree_pids(pid)) / os.sysconf("SC_CLK_TCK")
 
 
 def cetql_total(out: Path, aggregate: bool) -> int:
@@ -207,7 +218,7 @@ def peer_commands(case: dict, reconcile: bool) -> dict[str, list[str]]:
 RECONCILE = ("its own pool of 2, a window at a time, defaults", "one thread, defaults")
 
 
-def measure(case: dict, repeats: int, env: dict, tmp: Path, load: list, reconcile: bool = False) -> dict:
+def measure(case: dict, repeats: int, env: dict, tmp: Path, load: list, serve_pid: int, reconcile: bool = False) -> dict:
     aggregate = case["exact"] is not None
     run = [sys.executable, "-m", "cetql", "run", str(case["qfile"]), "--input", str(case["data"]), "--format",
            "parquet", "--max-trends", "0"]  # fmt: skip
@@ -215,29 +226,37 @@ def measure(case: dict, repeats: int, env: dict, tmp: Path, load: list, reconcil
     commands = peer_commands(case, reconcile)
     times: dict[str, list[float]] = {"cold": [], "warm": [], **{k: [] for k in commands}}
     reading: dict[str, list[float]] = {k: [] for k in commands}
+    cpus: dict[str, list[float]] = {k: [] for k in times}
     out = tmp / "out"
 
-    def ours(how: str) -> float:
+    def ours(how: str) -> tuple[float, float]:
         shutil.rmtree(out, ignore_errors=True)
-        secs, _, err = timed([*run, "--output", str(out), *(["--no-serve"] if how == "cold" else [])], env, tmp)
-        if how == "warm" and "using cetql serve at" not in err:
-            raise SystemExit(f"the warm run did not use the running cetql serve: {err[-500:]}")
+        server = tree_cpu(serve_pid)
+        secs, cpu, err = cpu_run([*run, "--output", str(out), *(["--no-serve"] if how == "cold" else [])], env,
+                                 str(tmp))  # fmt: skip
+        if how == "warm":  # the client's and what the server spent meanwhile
+            cpu += tree_cpu(serve_pid) - server
+            if "using cetql serve at" not in err:
+                raise SystemExit(f"the warm run did not use the running cetql serve: {err[-500:]}")
         got = cetql_total(out, aggregate)
         if case["expected"] is not None and got != case["expected"]:
             raise SystemExit(f"{case['name']}: cetql {got} against the independent count {case['expected']}")
         case["expected"] = got
-        return secs
+        return secs, cpu
 
     ours("warm")  # the server's first run of this query, not timed
     for i in range(repeats):
         steps = ["cold", "warm", "peer"]
         for step in steps[i % 3 :] + steps[: i % 3]:
             if step != "peer":
-                times[step].append(ours(step))
+                secs, cpu = ours(step)
+                times[step].append(secs)
+                cpus[step].append(cpu)
                 load.append(os.getloadavg()[0])
                 continue
             for jvm, command in commands.items():
-                secs, said, _ = timed(command, cwd=tmp)
+                secs, cpu, said, _ = timed(command, cwd=tmp)
+                cpus[jvm].append(cpu)
                 total = peer_total(case["peer_name"], said)
                 if total != case["expected"]:
                     raise SystemExit(f"{case['name']}: {case['peer_name']} {total} against cetql {case['expected']}")
@@ -248,7 +267,8 @@ def measure(case: dict, repeats: int, env: dict, tmp: Path, load: list, reconcil
               + ", ".join(f"{k} {times[k][-1]:.1f} s" for k in commands), flush=True)  # fmt: skip
     med = {k: statistics.median(v) for k, v in times.items()}
     best = min(PEER_JVM, key=lambda k: med[k])  # the first driver's ways are shown, never compared
-    return dict(med=med, runs=times, best=best, reading=statistics.median(reading[best]))
+    cpu = {k: statistics.median(v) for k, v in cpus.items()}
+    return dict(med=med, runs=times, best=best, reading=statistics.median(reading[best]), cpu=cpu)
 
 
 def main() -> None:
@@ -280,7 +300,7 @@ def main() -> None:
         server, up = start_serve(env, tmp)
         try:
             for case in todo:
-                results.append((case, measure(case, a.repeats, env, tmp, load, a.reconcile)))
+                results.append((case, measure(case, a.repeats, env, tmp, load, server.pid, a.reconcile)))
         finally:
             stop_serve(server)
     write_section(a, results, up, load, threads)
@@ -311,6 +331,14 @@ def write_section(a, results, up: float, load: list, threads: str) -> None:
         lines.append(f"| {case['name']} | `{case['query']}` | {case['events']:,} | {shown} | {case['peer_name']}, "
                      f"{m['best']} | {med['cold']:.1f} | {med['warm']:.1f} | {peer:.1f} | {m['reading']:.1f} | "
                      f"{med['cold'] / peer:.2f} | {med['warm'] / peer:.2f} |")  # fmt: skip
+    lines += ["", "CPU seconds of the same runs (medians; cetql: its process tree sampled every 0.25 s, warm: the "
+              "client's and the server's meanwhile; the peer: its JVM, exactly), which a busy machine moves less "
+              "than wall time:", "", "| case | cetql cold CPU s | cetql warm CPU s | peer CPU s | cold / peer | "
+              "warm / peer |", "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for case, m in results:
+        cpu, peer = m["cpu"], m["cpu"][m["best"]]
+        lines.append(f"| {case['name']} | {cpu['cold']:.1f} | {cpu['warm']:.1f} | {peer:.1f} | "
+                     f"{cpu['cold'] / peer:.2f} | {cpu['warm'] / peer:.2f} |")  # fmt: skip
     lines += ["", "Every run, seconds (the peer under each JVM setting):", "",
               "| case | " + " | ".join(["cetql cold", "cetql warm", *PEER_JVM]) + " |",
               "| --- |" + " --- |" * (2 + len(PEER_JVM))]  # fmt: skip
@@ -323,7 +351,8 @@ def write_section(a, results, up: float, load: list, threads: str) -> None:
         lines += ["", f"ABI on {case['name']}, from the first driver's way to the one compared (medians, seconds): "
                   + "; ".join(f"{k} {m['med'][k]:.1f}" for k in RECONCILE)
                   + f"; windows on {threads} threads, defaults {m['med'][next(iter(PEER_JVM))]:.1f}; "
-                  f"and with {best} {m['med'][best]:.1f}."]  # fmt: skip
+                  f"and with {best} {m['med'][best]:.1f}. CPU seconds of the same: "
+                  + "; ".join(f"{m['cpu'][k]:.1f}" for k in (*RECONCILE, next(iter(PEER_JVM)), best)) + "."]  # fmt: skip
     replace_section(a.results, SECTION, "\n".join(lines))
     print("\n".join(lines))
 

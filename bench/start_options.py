@@ -118,7 +118,8 @@ def main() -> None:
     lines = [
         SECTION,
         "",
-        f"`python bench/start_options.py --cases {a.cases} --runs {a.runs} --events {a.events}` on {platform.node()}, "
+        f"`python bench/start_options.py --cases {a.cases} --runs {a.runs} --events {a.events} --variants "
+        f"{','.join(names)}` on {platform.node()}, "
         f"{os.cpu_count()} cores, {dt.date.today()}; load average (1 min) during the run {min(load):.1f}-"
         f"{max(load):.1f}. Whole-process wall seconds of `cetql run … --output` and the CPU seconds of its process "
         f"tree (sampled every 0.25 s), medians of {a.runs} runs alternating between the variants (each run's wall "
