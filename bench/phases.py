@@ -118,6 +118,7 @@ print(daemon, time.perf_counter() - t)
 def env_for(version: str | None, cache: Path, extra: dict | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "PYTHONPATH")}
     env["CETQL_CACHE_DIR"] = str(cache)
+    env["XDG_RUNTIME_DIR"] = str(cache)  # no `cetql serve` of the user's is found: every run starts its own Spark
     if version:
         env["PYTHONPATH"] = version
     return {**env, **(extra or {})}
