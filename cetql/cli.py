@@ -134,7 +134,12 @@ def cmd_run(args) -> int:
                                 query_file=args.query_file, fmt=fmt)  # fmt: skip
     show = _show_attrs(args.show, inputs)
 
-    spark = get_spark(args.master, remote=args.remote, verbose=args.verbose, time_zone=options.time_zone)
+    remote = args.remote
+    found = None if args.no_serve else serve.discovered(args.master, remote)
+    if found:
+        print(f"using cetql serve at {found}; --no-serve to start a local Spark", file=sys.stderr)
+        remote = found
+    spark = get_spark(args.master, remote=remote, verbose=args.verbose, time_zone=options.time_zone)
     _ACTIVE["spark"] = spark
     execution = None
     started = time.monotonic()
@@ -274,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--show", metavar="ATTR,…", help="print each trend as the chain of these attributes' values")
     r.add_argument("--master", help="Spark master URL (default: the active session, else local[*])")
     r.add_argument("--remote", help="a Spark Connect server, sc://host:port (also: SPARK_REMOTE)")
+    r.add_argument("--no-serve", action="store_true",
+                   help="start a local Spark even where a `cetql serve` of this Python and cetql runs on this "
+                        "machine (by default the query is sent to it)")  # fmt: skip
     r.add_argument("--partitions", type=int, help="Spark partitions for the kernels (default: shuffle partitions)")
     r.add_argument("--verbose", action="store_true", help="let Spark's own log reach the terminal")
     r.set_defaults(func=cmd_run)
