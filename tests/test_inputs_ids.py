@@ -23,7 +23,7 @@ CASES = [
     ("test_repeated_id_is_refused", "`--id-col id` where two rows share an id", "exit 1, one line: the id, how many rows hold it, and what to do"),
     ("test_empty_id_is_refused", "`--id-col id` with an empty id field", "exit 1: a row has no id"),
     ("test_drop_invalid_drops_bad_ids", "null or repeated ids with `--drop-invalid`", "every such row dropped and counted; the reference's trends on the rest"),
-    ("test_diagnose_ids_counts", "null and repeated ids, counted", "how many rows have no id, how many ids repeat, a sample"),
+    ("test_text_ids_are_checked", "a text id column with a repeated id", "exit 1: the id and how many rows hold it; with `--drop-invalid` its rows dropped"),
     ("test_id_column_of_a_type_ids_cannot_have", "`--id-col` naming a timestamp (or a double) column", "exit 2 before Spark runs: ids must be whole numbers or text"),
 ]
 
@@ -76,12 +76,7 @@ def test_drop_invalid_drops_bad_ids(spark, capsys, tmp_path):
     assert got == reference_trends(KITING, kept)
 
 
-def test_diagnose_ids_counts(spark):
-    df = spark.createDataFrame([(1,), (None,), (None,), (3,), (3,), (3,), (4,), (4,), (5,)], "id long")
-    assert checks.diagnose_ids(df, "id") == (
-        "id column 'id': 2 row(s) have no id and 2 id(s) are on more than one row (5 rows; e.g. 3 on 3); every "
-        "event needs its own id: fix the input, or run with --drop-invalid to drop those rows")  # fmt: skip
-    assert checks.diagnose_ids(df.filter("id = 1 or id = 5"), "id") is None
+def test_text_ids_are_checked(spark):
     strings = spark.createDataFrame([("a",), ("b",), ("a",)], "id string")
     with pytest.raises(Exception) as failed:
         checks.check_ids(strings, "id", drop=False).collect()

@@ -6,8 +6,7 @@ its events by id, so an id must be present and unique across all inputs.
 A null or repeated id fails the query with the id, how many rows hold it
 and what to do (`check_ids`); with --drop-invalid every row whose id is
 null or repeated is dropped (no copy is kept: none can be told to be the
-right one), and counted with the other dropped rows.  `diagnose_ids` counts
-them all (one small job, after a failure).
+right one), and counted with the other dropped rows.
 """
 
 from __future__ import annotations
@@ -65,30 +64,3 @@ def check_ids(df, id_col: str, *, drop: bool, label: str | None = None):
     dtype = df.schema[id_col].dataType
     checked = F.when(ident.isNotNull() & (n == 1), ident).otherwise(F.raise_error(why).cast(dtype))
     return df.withColumn(id_col, checked)
-
-
-def diagnose_ids(df, id_col: str, label: str | None = None) -> str | None:
-    """How many rows have no id and which ids repeat (a count and a sample),
-    in one small job; None when every id is present and unique."""
-    from pyspark.sql import functions as F
-
-    label = label or id_col
-    ident = F.col(f"`{id_col}`")
-    counts = df.groupBy(ident.alias("id")).agg(F.count(F.lit(1)).alias("n"))
-    row = counts.agg(
-        F.sum(F.when(F.col("id").isNull(), F.col("n")).otherwise(0)).alias("nulls"),
-        F.sum(F.when(F.col("id").isNotNull() & (F.col("n") > 1), F.col("n")).otherwise(0)).alias("repeated_rows"),
-        F.sum(F.when(F.col("id").isNotNull() & (F.col("n") > 1), 1).otherwise(0)).alias("repeated_ids"),
-        F.max_by(F.struct("id", "n"), F.when(F.col("id").isNotNull() & (F.col("n") > 1), F.col("n"))).alias("top"),
-    ).collect()[0]
-    parts = []
-    if row["nulls"]:
-        parts.append(f"{row['nulls']:,} row(s) have no id")
-    if row["repeated_ids"]:
-        top = row["top"]
-        parts.append(f"{row['repeated_ids']:,} id(s) are on more than one row ({row['repeated_rows']:,} rows; "
-                     f"e.g. {top['id']!r} on {top['n']:,})")  # fmt: skip
-    if not parts:
-        return None
-    return (f"id column '{label}': " + " and ".join(parts) +
-            "; every event needs its own id: fix the input, or run with --drop-invalid to drop those rows")  # fmt: skip
