@@ -290,46 +290,17 @@ def bind(
     positions = template.all_positions
     checker = _Checker(positions, params, strict_params, schema)
 
-    if schema is not None:
-        found = schema.lookup(time_col)
-        if found is None:
-            raise SchemaError(
-                f"time column '{time_col}' is not in the input (columns: {', '.join(schema.names())}); "
-                "name it with --time-col"
-            )
-        if found[0] not in (NUMERIC, TIMESTAMP, OTHER):
-            raise SchemaError(f"time column '{time_col}' is {found[1]}; it must be a timestamp or a number")
-
+    _check_time_col(schema, time_col)
     if q.where is not None:
         checker.expr(q.where)
     group_by = tuple(checker.key(c) for c in q.group_by)
     window = bind_window(q)
     kind = ir.Kind.AGGREGATION if q.is_aggregation else ir.Kind.DETECTION
 
-    if q.returns and not q.aggregates:
-        raise QuerySemanticError(
-            "RETURN lists no aggregate; add COUNT(*), SUM(E.x), … or drop RETURN to get the trends themselves",
-            q.returns[0].pos,
-        )
-    grouped = {k.attr for k in group_by}
-    for item in q.returns:
-        if isinstance(item, A.Aggregate):
-            continue
-        key = checker.key(item)
-        if key.attr not in grouped:
-            raise QuerySemanticError(
-                f"RETURN column '{key.attr}' is neither grouped nor aggregated; add it to GROUP-BY", item.pos
-            )
+    _check_returns(q, checker, group_by)
     aggregates = tuple(_aggregate(agg, positions, checker) for agg in q.aggregates)
 
-    if kind == ir.Kind.DETECTION and q.approx:
-        raise QuerySemanticError("APPROX applies to aggregates; a detection query returns its trends exactly", q.pos)
-    if kind == ir.Kind.AGGREGATION and q.trends == "MAXIMAL":
-        raise QuerySemanticError(
-            "TRENDS MAXIMAL is for detection queries; aggregates are over ALL or COMPLETE trends",
-            q.clause_pos("TRENDS"),
-        )
-
+    _check_kind(q, kind)
     resolve = lambda name, pos=None: resolve_name(positions, name, pos)  # noqa: E731
     preds = [classify(template, params, e, resolve) for e in conjuncts(q.where)]
     preds = implied_equivalences(template, preds)
@@ -349,6 +320,49 @@ def bind(
         time_col=time_col,
         schema=schema,
     )
+
+
+def _check_time_col(schema: Schema | None, time_col: str) -> None:
+    """The time column is in the input and holds times or numbers."""
+    if schema is None:
+        return
+    found = schema.lookup(time_col)
+    if found is None:
+        raise SchemaError(
+            f"time column '{time_col}' is not in the input (columns: {', '.join(schema.names())}); "
+            "name it with --time-col"
+        )
+    if found[0] not in (NUMERIC, TIMESTAMP, OTHER):
+        raise SchemaError(f"time column '{time_col}' is {found[1]}; it must be a timestamp or a number")
+
+
+def _check_returns(q: A.Query, checker: _Checker, group_by) -> None:
+    """RETURN lists an aggregate, and its other columns are grouped."""
+    if q.returns and not q.aggregates:
+        raise QuerySemanticError(
+            "RETURN lists no aggregate; add COUNT(*), SUM(E.x), … or drop RETURN to get the trends themselves",
+            q.returns[0].pos,
+        )
+    grouped = {k.attr for k in group_by}
+    for item in q.returns:
+        if isinstance(item, A.Aggregate):
+            continue
+        key = checker.key(item)
+        if key.attr not in grouped:
+            raise QuerySemanticError(
+                f"RETURN column '{key.attr}' is neither grouped nor aggregated; add it to GROUP-BY", item.pos
+            )
+
+
+def _check_kind(q: A.Query, kind: ir.Kind) -> None:
+    """APPROX only for aggregates, TRENDS MAXIMAL only for detection."""
+    if kind == ir.Kind.DETECTION and q.approx:
+        raise QuerySemanticError("APPROX applies to aggregates; a detection query returns its trends exactly", q.pos)
+    if kind == ir.Kind.AGGREGATION and q.trends == "MAXIMAL":
+        raise QuerySemanticError(
+            "TRENDS MAXIMAL is for detection queries; aggregates are over ALL or COMPLETE trends",
+            q.clause_pos("TRENDS"),
+        )
 
 
 def _aggregate(agg: A.Aggregate, positions, checker: _Checker) -> ir.AggregateRef:
