@@ -216,7 +216,7 @@ def _show_attrs(text: str | None, inputs=None):
 # ---------------------------------------------------------------- the parser
 
 
-def _common(p, *, run: bool) -> None:
+def _common(p) -> None:
     p.add_argument("query_file", help="a .cet file, or - for standard input")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="bind a query parameter (repeatable)")
     p.add_argument("--time-col", default="ts", help="the time column: a timestamp or a number (default: ts)")
@@ -254,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="check a query and show how it will run (no Spark)")
-    _common(c, run=False)
+    _common(c)
     c.add_argument("--explain", action="store_true", help="show the plan, the predicates and the template")
     c.add_argument("--ast", action="store_true", help="also show the syntax tree")
     c.add_argument("--schema", help="input columns, e.g. 'ts timestamp, src string, dst string'")
@@ -264,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_compile)
 
     r = sub.add_parser("run", help="run a query on Spark")
-    _common(r, run=True)
+    _common(r)
     r.add_argument("--input", action="append", required=True, metavar="[TYPE=]PATH",
                    help="CSV (with a header), Parquet or JSON-lines file or folder, or a table/view name; "
                         "Type=PATH binds an input to one event type (repeatable)")  # fmt: skip
