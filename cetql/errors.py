@@ -44,6 +44,7 @@ OPTION_FLAGS: dict[str, tuple[str, object]] = {
     **{"--" + k.replace("_", "-"): (k, v) for k, v in _ENUMS.items()},
     "--time-col": ("time_col", "name"),
     "--id-col": ("id_col", "name"),
+    "--time-zone": ("time_zone", "name"),
     "--max-trends": ("max_trends", "int"),
     "--max-windows": ("max_windows", "int"),
     "--partitions": ("partitions", "int"),
@@ -59,8 +60,6 @@ _NUMBER = re.compile(r" (-?\d[\d,]*(?:\.\d+)?)(?![\w.])")
 _SIZE = re.compile(r" (\d[\d.]*[A-Za-z]*)\b")
 _QUOTED = re.compile(r" ('[^']*')")
 _WORD = re.compile(r" ([A-Za-z]+)\b")
-
-SURFACES = ("python", "cli", "repl")
 
 
 def flag(keyword: str) -> str:

@@ -98,14 +98,15 @@ def parse_interval(text: str | None) -> str | None:
 # ---------------------------------------------------------------- inputs
 
 
-def stream_inputs(spark, data, typed: dict) -> dict[str | None, Input]:
-    """Each input as a stream: a folder (read by the batch reader's rules) or a table."""
+def stream_inputs(spark, data, typed: dict, time_zone: str = "UTC") -> dict[str | None, Input]:
+    """Each input as a stream: a folder (read by the batch reader's rules,
+    times without a zone in `time_zone`) or a table."""
     given = {None: data} if data is not None else dict(typed)
     out = {}
     for name, spec in given.items():
         path = Path(str(spec))
         if path.is_dir():
-            source = reader.describe(str(path))
+            source = reader.describe(str(path), time_zone)
             out[name] = Input(read_stream(spark, source, str(path.resolve())), source)
         elif reader.is_path(str(spec)):
             raise UsageError(f"input '{spec}' does not exist")

@@ -71,12 +71,16 @@ def read_stream(spark, source: reader.Source, path: str) -> DataFrame:
         if any(c.nanos for c in source.columns):
             spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")
         ddl = ", ".join(f"`{c.name}` {c.type}" for c in source.columns)
-        return stream.schema(ddl).parquet(path)
+        naive_ns = {c.name for c in source.columns if c.nanos and c.naive}
+        return reader.zoned(stream.schema(ddl).parquet(path), source.time_zone, naive_ns)
     ddl = ", ".join(f"`{c.name}` string" for c in source.columns)
+    stream = stream.option("timeZone", source.time_zone)
     if source.format == "csv":
         return (
             stream.option("header", True)
             .option("mode", "FAILFAST")
+            .option("multiLine", source.multiline)
+            .option("escape", '"')  # RFC 4180, as the batch reader
             .option("enforceSchema", False)
             .schema(ddl)
             .csv(path)
