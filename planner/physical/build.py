@@ -124,7 +124,8 @@ def _scan(logical: L.LogicalPlan, names: Names, filt: Filter, part: Partition, r
         checked += [c for c in E.columns(e) if not c.startswith(names.prefix)]
     checked += [k.attr for k in part.keys] + [k.attr for k in part.subkeys] + [k.attr for k in part.state_keys]
     floating = kind == TimeKind.NUMERIC and any(_family(f.time_type) != "integral" for f in op.inputs.each)
-    return Scan(inputs, op.time_col, op.id_col, kind, tuple(dict.fromkeys(checked)), floating, op.invalid.choice)
+    return Scan(inputs, op.time_col, op.id_col, kind, tuple(dict.fromkeys(checked)), floating, op.invalid.choice,
+                not op.inputs.streaming)  # fmt: skip
 
 
 def _filter(logical: L.LogicalPlan, names: Names) -> Filter:

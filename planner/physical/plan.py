@@ -148,6 +148,7 @@ class Scan:
     checked: tuple[str, ...]  # input columns the plan reads: an unreadable value there is an invalid row
     nan_times: bool  # the internal time is floating: NaN and infinite times are invalid too
     invalid: InvalidRows
+    unique_ids: bool = True  # a user's ids checked unique across the inputs (not a stream's: no end to check over)
 
 
 @dataclass(frozen=True)

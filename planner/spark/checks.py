@@ -39,6 +39,21 @@ def check_id_type(id_col: str, spark_type: str, cls: str | None = None) -> None:
         raise error
 
 
+def check_present_ids(df, id_col: str, *, drop: bool, label: str | None = None):
+    """`df` with its id column checked present (a stream's: no window over
+    it can tell repeated ids): a null id fails the query, or with `drop` its
+    row is left out."""
+    from pyspark.sql import functions as F
+
+    label = label or id_col
+    ident = F.col(f"`{id_col}`")
+    check_id_type(label, dict(df.dtypes)[id_col])
+    if drop:
+        return df.filter(ident.isNotNull())
+    why = F.lit(f"{ID_REFUSED}: a row of id column '{label}' has no id")
+    return df.withColumn(id_col, F.when(ident.isNotNull(), ident).otherwise(F.raise_error(why).cast(dict(df.dtypes)[id_col])))
+
+
 def check_ids(df, id_col: str, *, drop: bool, label: str | None = None):
     """`df` with its id column checked: present and unique.  Without `drop`
     a null or repeated id fails the query (`raise_error`, message starting

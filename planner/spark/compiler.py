@@ -110,8 +110,10 @@ def scan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
     else:
         out = out.withColumn(n.time, F.when(why.isNull(), t).otherwise(F.raise_error(why).cast(out.schema[n.time].dataType)))
     out = out.drop(n.bad)
-    if op.id_col:  # a user's ids identify events: present and unique across the inputs
+    if op.id_col and op.unique_ids:  # a user's ids identify events: present and unique across the inputs
         out = checks.check_ids(out, n.id, drop=op.invalid == InvalidRows.DROP, label=op.id_col)
+    elif op.id_col:  # a stream's: present (unique over a stream with no end cannot be checked)
+        out = checks.check_present_ids(out, n.id, drop=op.invalid == InvalidRows.DROP, label=op.id_col)
     return out
 
 
