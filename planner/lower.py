@@ -86,25 +86,25 @@ class Physical:
 
 
 def expr(e: ir.IExpr, slot=lambda s: s, column=lambda slot, attr: attr) -> K.Expr:
-    """A typed expression → a plain spec expression.  `slot` renames slots,
+    """A typed expression → a kernel expression.  `slot` renames slots,
     `column(slot, attr)` names the column an attribute is read from."""
     match e:
         case ir.Const(value=v):
-            return ("lit", v)
+            return K.Lit(v)
         case ir.Param(name=n):
             raise ParameterError(f"unbound parameter '{n}': give it a value with --param {n}=<value>")
         case ir.Ref(slot=s, attr=a):
-            return ("col", slot(s), column(s, a))
+            return K.Col(slot(s), column(s, a))
         case ir.Negate(operand=x):
-            return ("neg", expr(x, slot, column))
+            return K.Neg(expr(x, slot, column))
         case ir.Arith(op=op, left=a, right=b):
-            return ("arith", op, expr(a, slot, column), expr(b, slot, column))
+            return K.Arith(op, expr(a, slot, column), expr(b, slot, column))
         case ir.Cmp(op=op, left=a, right=b):
-            return ("cmp", op, expr(a, slot, column), expr(b, slot, column))
+            return K.Cmp(op, expr(a, slot, column), expr(b, slot, column))
         case ir.Logic(op=op, items=items):
-            return (op, tuple(expr(x, slot, column) for x in items))
+            return (K.And if op == "and" else K.Or)(tuple(expr(x, slot, column) for x in items))
         case ir.Not(operand=x):
-            return ("not", expr(x, slot, column))
+            return K.Not(expr(x, slot, column))
     raise TypeError(e)
 
 
@@ -116,7 +116,7 @@ def _self(e: ir.IExpr) -> K.Expr:
 def _and(items: list[K.Expr]) -> K.Expr | None:
     if not items:
         return None
-    return items[0] if len(items) == 1 else ("and", tuple(items))
+    return items[0] if len(items) == 1 else K.And(tuple(items))
 
 
 # ---------------------------------------------------------------- lowering
@@ -137,24 +137,19 @@ def lower(plan: LogicalPlan, columns: tuple[str, ...] = ()) -> Physical:
     for sf in filt.states:
         conds = [_self(p.expr) for p in sf.predicates]
         if typed:
-            conds.insert(0, ("cmp", "=", ("col", "self", names.type), ("lit", sf.type)))
-        masks.append((names.mask(sf.position), _and(conds) or ("lit", True)))
+            conds.insert(0, K.Cmp("=", K.Col("self", names.type), K.Lit(sf.type)))
+        masks.append((names.mask(sf.position), _and(conds) or K.Lit(True)))
     mask_of = {sf.position: names.mask(sf.position) for sf in filt.states}
 
     keys = tuple((names.key(i), k.attr) for i, k in enumerate(part.keys))
-    subkeys = []
-    for i, sk in enumerate(part.subkeys):
-        value = ("col", "self", sk.attr)
-        if sk.position is not None:
-            value = ("when", ("col", "self", mask_of[sk.position]), value)
-        subkeys.append((names.subkey(i), value))
+    subkeys = [(names.subkey(i), K.Col("self", sk.attr)) for i, sk in enumerate(part.subkeys)]
 
     derived: dict[str, K.Expr] = {}
     transitions = {(tp.source, tp.target): tp for tp in root.transitions}
 
     def attr_column(slot, attr):
         col = names.attr(attr)
-        derived[col] = ("col", "self", attr)
+        derived[col] = K.Col("self", attr)
         return col
 
     counter = iter(range(10**9))
@@ -245,11 +240,11 @@ def _aggregate_spec(root: Aggregate, plan, names, cols, tspec, context, derived,
         kind = "int"
         if a.attr is not None:
             value = names.value(i)
-            derived[value] = ("col", "self", a.attr)
+            derived[value] = K.Col("self", a.attr)
             kind = _value_kind(schema, a.attr)
         targets.append(K.Target(a.func, a.position, value, kind, a.name))
     shared = tuple(c for (c, _), sk in zip(subkeys, part.subkeys) if sk.position is None)
-    specific = tuple(c for (c, _), sk in zip(subkeys, part.subkeys) if sk.position is not None)
+    specific = tuple(K.StateKey(sk.position, c) for (c, _), sk in zip(subkeys, part.subkeys) if sk.position is not None)
     output = tuple(c for (c, _), k in zip(((names.key(i), k.attr) for i, k in enumerate(part.keys)), part.keys)
                    if k.output is not None)  # fmt: skip
     return K.AggregateSpec(
@@ -266,7 +261,7 @@ def _aggregate_spec(root: Aggregate, plan, names, cols, tspec, context, derived,
         output_keys=output,
         output_names=tuple(k.output for k in part.keys if k.output is not None),
         shared_subkeys=shared,
-        state_subkeys=specific,
+        state_keys=specific,
         propagate=plan.find(Windows).propagate,
     )
 

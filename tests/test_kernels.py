@@ -1,5 +1,5 @@
 """The kernels against the brute-force reference, through the real compiler
-(parse → bind → plan → lower) and without Spark (`local_engine`).
+(parse → bind → plan → lower) and without Spark (`harness`).
 
 Patterns and predicates are generated: SEQ, Kleene `+ * ?`, nested Kleene,
 negation before / between / after, repeated types, vertex, equal / range /
@@ -17,7 +17,7 @@ from decimal import Decimal
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from local_engine import kernel_table, plan_for, run_local
+from harness import kernel_table, plan_for, run_local
 from reference import reference_aggregates, reference_trends
 
 import cetql
@@ -27,7 +27,7 @@ from cetql.options import RunOptions
 from cetql.planner.kernels import greta, process
 from cetql.planner.kernels.errors import TrendLimitExceeded, digits
 from cetql.planner.kernels.graph import Graph
-from cetql.planner.kernels.graph import trends as kernel_trends
+from cetql.planner.kernels.runs import trends as kernel_trends
 from cetql.planner.logical.plan import Windows
 from cetql.planner.semantics.bind import bind
 from cetql.printer import aggregate_to_text, to_text
@@ -141,8 +141,8 @@ def _compile_or_skip(text, *, typed, options=None):
 
 
 def _detected(text, events, typed, trend_set, spec_changes=None, **options):
-    opts = RunOptions.of(trends=trend_set, max_trends=0, **options)
-    _, _, out = run_local(text, events, typed=typed, options=opts, spec_changes=spec_changes)
+    _, _, out = run_local(text, events, typed=typed, spec_changes=spec_changes, trends=trend_set, max_trends=0,
+                          **options)  # fmt: skip
     got, rows = {}, 0
     for r in out:
         got.setdefault(r[next(k for k in r if k.endswith("wk"))], set()).add(tuple(r["events"]))
@@ -240,9 +240,9 @@ def test_successors_found_again_equal_the_stored_ones(text, few, monkeypatch):
     over nulls, NaN and ties; a range step by sorting the few targets in
     range, or by checking every later one (`few` 0), or either by turns."""
     from cetql.planner.kernels import graph as G
-    from cetql.planner.kernels.graph import split_free
+    from cetql.planner.kernels.walks import split_free
 
-    monkeypatch.setattr(G._Step, "FEW", few)
+    monkeypatch.setattr(G.StepIndex, "FEW", few)
     rows = [{"ts": i // 2, "__type": "AB"[i % 3 == 2], "x": [0, 1, None, 1][i % 4],
              "y": [2.0, float("nan"), 1.0, None, 3.0][i % 5], "id": i} for i in range(60)]  # fmt: skip
     plan, phys = plan_for(text, typed=True, types=["A", "B"], options=RunOptions.of(max_trends=0),
@@ -259,7 +259,7 @@ def test_successors_found_again_equal_the_stored_ones(text, few, monkeypatch):
 
 
 def _aggregates(text, events, typed, **options):
-    _, _, out = run_local(text, events, typed=typed, options=RunOptions.of(**options))
+    _, _, out = run_local(text, events, typed=typed, **options)
     return {r[next(k for k in r if k.endswith("wk"))]: r for r in out}
 
 
@@ -344,10 +344,10 @@ def test_a_shared_graph_counts_each_window_when_the_block_has_too_many_paths():
     assert phys.spec.shared_graph
     want = reference_trends(text, events, trend_set="COMPLETE")
     assert max(map(len, want.values())) == 16  # a window of 6 events: its first, its last, any of the 4 between
-    _, _, out = run_local(text, events, options=RunOptions.of(max_trends=16))  # the block has far more paths
+    _, _, out = run_local(text, events, max_trends=16)  # the block has far more paths
     assert sorted(r["events"] for r in out) == sorted(list(t) for ts in want.values() for t in ts)
     with pytest.raises(TrendLimitExceeded, match="would return 63 all trends"):
-        run_local(text, events, options=RunOptions.of(max_trends=62, trends="ALL"))
+        run_local(text, events, max_trends=62, trends="ALL")
 
 
 @FAST
@@ -388,9 +388,8 @@ def test_count_propagated_over_a_block_equals_each_window(data, approx):
     events = [dict(e, ts=(e["ts"] + shift) * scale) for e in data.draw(stream(False, max_size=12))]
     events = [dict(e, k=None) if e["id"] % 3 == 0 else e for e in events]  # null keys: in every part or none
     at = lambda r: (r[next(k for k in r if k.endswith("wk"))], r.get("g"))  # noqa: E731
-    blocks = {at(r): r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(approx=approx))[2]}
-    copies = {at(r): r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(approx=approx,
-                                                                                      sharing="copy"))[2]}  # fmt: skip
+    blocks = {at(r): r["COUNT(*)"] for r in run_local(text, events, approx=approx)[2]}
+    copies = {at(r): r["COUNT(*)"] for r in run_local(text, events, approx=approx, sharing="copy")[2]}
     assert blocks.keys() == copies.keys(), text
     for k, v in copies.items():
         assert (math.isclose(blocks[k], v) if approx else blocks[k] == v), (text, k, blocks[k], v)
@@ -408,7 +407,7 @@ def test_a_block_too_large_to_propagate_is_counted_window_by_window(predicate):
 
     small = dataclasses.replace(phys.spec, max_shared_cells=1)
     assert counts(small) == counts(phys.spec)
-    assert counts(small) == {r["__wk"]: r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(sharing="copy"))[2]}
+    assert counts(small) == {r["__wk"]: r["COUNT(*)"] for r in run_local(text, events, sharing="copy")[2]}
 
 
 @pytest.mark.parametrize("text,typed,why", [
@@ -536,8 +535,7 @@ def test_counts_of_any_length_are_printed_and_refused_with_their_size():
     default; and a detection guard over a count that long names its size."""
     n = 15_000
     events = [{"id": i, "ts": i, "y": i} for i in range(n)]
-    _, _, out = run_local("RETURN COUNT(*) PATTERN S+ s[] WITHIN 100000", events,
-                          options=RunOptions.of(exact="string"))  # fmt: skip
+    _, _, out = run_local("RETURN COUNT(*) PATTERN S+ s[] WITHIN 100000", events, exact="string")
     (row,) = out
     with_digits = row["COUNT(*)"]
     assert len(with_digits) == 4516 and with_digits == digits(2**n - 1)

@@ -74,24 +74,8 @@ def used_columns(phys: Physical, plan: LogicalPlan) -> list[str]:
     found: list[str] = [plan.find(Scan).time_col]
     if plan.find(Scan).id_col:
         found.append(plan.find(Scan).id_col)
-
-    def walk(e):
-        if e is None:
-            return
-        if e[0] == "col":
-            if not e[2].startswith(internal):
-                found.append(e[2])
-        elif e[0] in ("and", "or"):
-            for x in e[1]:
-                walk(x)
-        else:
-            for x in e[1:]:
-                if isinstance(x, tuple):
-                    walk(x)
-
-    walk(phys.constant)
-    for _, e in (*phys.masks, *phys.subkeys, *phys.derived):
-        walk(e)
+    read = K.columns(phys.constant, *(e for _, e in (*phys.masks, *phys.subkeys, *phys.derived)))
+    found += [c for c in read if not c.startswith(internal)]
     found += [attr for _, attr in phys.keys]
     return list(dict.fromkeys(found))
 
