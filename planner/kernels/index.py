@@ -12,12 +12,12 @@ of ranks (`span`):
   lies in the span of an event's h (a hash by rank for =, ranks kept sorted
   for a range: `later_in_range`, `count_in_range`);
 - aggregation (`template`, `kleene`) sums over predecessors (GRETA): values
-  inserted at the rank of their h, queried over the span of a later event's
-  lval (`Sums`: a list by rank for =, one `Fenwick` tree otherwise).
+  inserted at the rank of their h, queried with a later event's lval
+  (`sums`: one sum a rank for =, the one `Fenwick` tree otherwise).
 
 `Monoid` adds the value vectors aggregation propagates (sums, minima,
-maxima); `Fenwick` is the one prefix-sum tree, over numbers, numpy rows or
-monoid vectors.
+maxima); `Fenwick` is the one prefix-sum tree, over numbers (also the
+counts detection's guard takes), numpy rows or monoid vectors.
 """
 
 from __future__ import annotations
@@ -92,95 +92,117 @@ class Monoid:
 
 
 class Fenwick:
-    """Prefix sums over positions 0 … size-1: `insert(p, v)` adds v at p,
-    `prefix(end)` sums the positions before `end`, both in O(log size).
-    Values are numbers (added with +), numpy rows (`zero` an array: one
-    vectorised step a call) or vectors added in place by `add`."""
+    """Σ of the values inserted at a rank r with `r OP q`, for a query rank
+    q and OP one of < <= > >=: a Fenwick tree over the ranks (reversed for
+    > and >=, so that the ranks asked for are a prefix), O(log size) an
+    insertion or a query.  Values are numbers (added with +), numpy rows
+    (`zero` an array: one vectorised step a call) or vectors added in place
+    by `add`; `insert(r, v)` and `query(q)` are the methods for the kind,
+    chosen once.  A null rank is inserted nowhere and matches nothing."""
 
-    __slots__ = ("size", "tree", "zero", "add", "rows")
+    __slots__ = ("size", "tree", "zero", "add", "base", "sign", "end", "insert", "query")
 
-    def __init__(self, size: int, zero, add: Callable | None = None):
+    def __init__(self, size: int, op: str, zero, add: Callable | None = None):
         self.size, self.zero, self.add = size, zero, add
-        self.rows = isinstance(zero, np.ndarray)
-        if self.rows:
+        # rank r is at position base + sign * r (1-based: + 1); query q sums the positions before end + sign * q
+        reverse = op in (">", ">=")
+        self.base, self.sign = (size, -1) if reverse else (1, 1)
+        self.end = (size - 1 if reverse else 0) + (1 if op in ("<=", ">=") else 0)
+        if isinstance(zero, np.ndarray):
             self.tree = np.zeros((size + 1, *zero.shape), dtype=zero.dtype)
+            self.insert, self.query = self._insert_rows, self._query_rows
         else:
             self.tree = [copy.copy(zero) for _ in range(size + 1)]
+            if add is None:
+                self.insert, self.query = self._insert_numbers, self._query_numbers
+            else:
+                self.insert, self.query = self._insert_vectors, self._query_vectors
 
-    def insert(self, p: int, v) -> None:
-        i, tree, size = p + 1, self.tree, self.size
-        if self.rows:
-            path = []
-            while i <= size:
-                path.append(i)
-                i += i & -i
-            tree[path] += v
-        elif self.add is None:
-            while i <= size:
-                tree[i] += v
-                i += i & -i
-        else:
-            while i <= size:
-                self.add(tree[i], v)
-                i += i & -i
+    def _insert_numbers(self, r: int | None, v) -> None:
+        if r is None:
+            return
+        i, tree, size = self.base + self.sign * r, self.tree, self.size
+        while i <= size:
+            tree[i] += v
+            i += i & -i
 
-    def prefix(self, end: int):
-        i, tree = end, self.tree
-        if self.rows:
-            path = []
-            while i > 0:
-                path.append(i)
-                i -= i & -i
-            return tree[path].sum(axis=0) if path else self.zero.copy()
-        if self.add is None:
-            acc = self.zero
-            while i > 0:
-                acc = acc + tree[i]
-                i -= i & -i
+    def _query_numbers(self, q: int | None):
+        acc = self.zero
+        if q is None:
             return acc
-        acc = copy.copy(self.zero)
+        i, tree = self.end + self.sign * q, self.tree
         while i > 0:
-            self.add(acc, tree[i])
+            acc = acc + tree[i]
             i -= i & -i
         return acc
 
+    def _insert_vectors(self, r: int | None, v) -> None:
+        if r is None:
+            return
+        i, tree, size, add = self.base + self.sign * r, self.tree, self.size, self.add
+        while i <= size:
+            add(tree[i], v)
+            i += i & -i
 
-class Sums:
-    """Σ of the values inserted at a rank r with `r OP q`, for a query rank
-    q: a list by rank for =, a Fenwick tree (reversed for > and >=, so
-    that the span is a prefix) otherwise.  Numbers, numpy rows, or vectors
-    of a monoid (`add`)."""
+    def _query_vectors(self, q: int | None):
+        acc = copy.copy(self.zero)
+        if q is None:
+            return acc
+        i, tree, add = self.end + self.sign * q, self.tree, self.add
+        while i > 0:
+            add(acc, tree[i])
+            i -= i & -i
+        return acc
 
-    __slots__ = ("op", "size", "zero", "add", "by_rank", "tree", "reverse")
+    def _insert_rows(self, r: int | None, v) -> None:
+        if r is None:
+            return
+        i, path = self.base + self.sign * r, []
+        while i <= self.size:
+            path.append(i)
+            i += i & -i
+        self.tree[path] += v
 
-    def __init__(self, size: int, op: str, zero, add: Callable | None = None):
-        self.op, self.size, self.zero, self.add = op, size, zero, add
-        self.reverse = op in (">", ">=")
-        self.by_rank = [None] * size if op == "=" else None
-        self.tree = None if op == "=" else Fenwick(size, zero, add)
+    def _query_rows(self, q: int | None):
+        if q is None:
+            return self.zero.copy()
+        i, path = self.end + self.sign * q, []
+        while i > 0:
+            path.append(i)
+            i -= i & -i
+        return self.tree[path].sum(axis=0) if path else self.zero.copy()
+
+
+class ByRank:
+    """Σ of the values inserted at the query's own rank (an equal predicate):
+    one sum a rank."""
+
+    __slots__ = ("sums", "zero", "add")
+
+    def __init__(self, size: int, zero, add: Callable | None = None):
+        self.sums, self.zero, self.add = [None] * size, zero, add
 
     def insert(self, r: int | None, v) -> None:
         if r is None:
             return
-        if self.by_rank is None:
-            self.tree.insert(self.size - 1 - r if self.reverse else r, v)
-            return
-        acc = self.by_rank[r]
+        acc = self.sums[r]
         if acc is None:
-            self.by_rank[r] = copy.copy(v)
+            self.sums[r] = copy.copy(v)
         elif self.add is not None:
             self.add(acc, v)
         else:
-            self.by_rank[r] = acc + v
+            self.sums[r] = acc + v
 
     def query(self, q: int | None):
-        lo, hi = span(self.op, q, self.size)
-        if lo >= hi:
-            return self.zero
-        if self.by_rank is not None:
-            acc = self.by_rank[lo]
-            return self.zero if acc is None else acc
-        return self.tree.prefix(self.size - lo if self.reverse else hi)
+        acc = None if q is None else self.sums[q]
+        return self.zero if acc is None else acc
+
+
+def sums(size: int, op: str, zero, add: Callable | None = None) -> ByRank | Fenwick:
+    """Σ of the values inserted at a rank r with `r OP q`, for a query rank
+    q (`insert(r, v)`, `query(q)`): the ABI attribute vertices with GRETA's
+    sums.  Numbers, numpy rows, or vectors of a monoid (`add`)."""
+    return ByRank(size, zero, add) if op == "=" else Fenwick(size, op, zero, add)
 
 
 # ---------------------------------------------------------------- detection: range to-edges
@@ -226,10 +248,10 @@ def later_in_range(times: Sequence, sources: Sequence[int], targets: Sequence[in
 
 def count_in_range(times: Sequence, sources: Sequence[int], targets: Sequence[int], idx: AttributeIndex) -> int:
     """How many pairs `later_in_range` would list, in O(n log n), listing
-    none: a Fenwick tree counts the later targets by lval rank."""
-    tree = Fenwick(idx.size, 0)
-    lval = idx.lval
+    none: the later targets counted by lval rank (a Fenwick tree)."""
+    tree = sums(idx.size, idx.op, 0)
+    lval, h = idx.lval, idx.h
     total = 0
-    for _, lo, hi in _sweep(times, sources, targets, idx, lambda f: tree.insert(lval[f], 1)):
-        total += tree.prefix(hi) - tree.prefix(lo)
+    for e, _, _ in _sweep(times, sources, targets, idx, lambda f: tree.insert(lval[f], 1)):
+        total += tree.query(h[e])
     return total

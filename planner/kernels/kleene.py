@@ -5,7 +5,7 @@ numbers instead of vectors.
 Each event's count is 1 + the sum of its predecessors' counts (events of
 equal time never precede each other, so a run of ties reads the sums before
 any of them is added); COUNT(*) is the sum of every count.  Predecessors are
-summed by the attribute index (`index.Sums`: a list by rank for =, the one
+summed by the attribute index (`index.sums`: one sum a rank for =, the one
 Fenwick tree for a range): O(n log n).  `kleene_count_windows` does it for
 every window of a block at once (a count per window an event falls in);
 `scan=True` is GRETA's own predecessor scan, O(n²), kept for comparison
@@ -15,10 +15,11 @@ every window of a block at once (a count per window an event falls in);
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-from .index import Sums
+from .index import ByRank, Fenwick, sums
 from .template import Step
 from .values import COMPARATORS, MIRROR
 
@@ -34,15 +35,24 @@ def tie_runs(times: Sequence):
         i = j
 
 
-def _predecessor_sums(step: Step, zero):
-    """(Sums over the step's one indexed predicate, the rank each event is
-    inserted at, the rank each event queries), or None without a predicate:
-    predecessors are inserted at their h, a later event f takes the ranks r
-    with `lval[f] OP r`, i.e. `r MIRROR(OP) lval[f]`."""
+class Predecessors(NamedTuple):
+    """How an event's predecessors are summed along the step's one indexed
+    predicate: inserted at the rank of their h (`at`), a later event f
+    queries with the rank of its lval (`probe`), for ranks r with
+    `lval[f] OP r`, i.e. `r MIRROR(OP) lval[f]`."""
+
+    sums: ByRank | Fenwick
+    at: list
+    probe: list
+    size: int  # the number of ranks
+
+
+def _predecessors(step: Step, zero) -> Predecessors | None:
+    """None without a predicate: every earlier event is a predecessor."""
     if not step.indexes:
         return None
     (idx,) = step.indexes
-    return Sums(idx.size, MIRROR[idx.op], zero), idx.h, idx.lval
+    return Predecessors(sums(idx.size, MIRROR[idx.op], zero), idx.h, idx.lval, idx.size)
 
 
 def kleene_count(times: Sequence, step: Step, approx: bool = False, scan: bool = False):
@@ -51,21 +61,27 @@ def kleene_count(times: Sequence, step: Step, approx: bool = False, scan: bool =
     if scan:
         return _scan_count(times, step, approx)
     total = zero
-    found = _predecessor_sums(step, zero)
-    if found is None:
+    pred = _predecessors(step, zero)
+    if pred is None:
         running = zero
         for i, j in tie_runs(times):
             c = one + running
             running += c * (j - i)
             total += c * (j - i)
         return total
-    sums, at, probe = found
-    insert, query = sums.insert, sums.query
-    for i, j in tie_runs(times):
-        counts = [one + query(probe[e]) for e in range(i, j)]
-        for e, c in zip(range(i, j), counts):
-            insert(at[e], c)
-            total += c
+    insert, query, at, probe = pred.sums.insert, pred.sums.query, pred.at, pred.probe
+    tied: list[tuple] = []  # events whose next event has their time: inserted once the time changes
+    last = len(times) - 1
+    for e in range(last + 1):
+        c = one + query(probe[e])
+        total += c
+        if e < last and times[e + 1] == times[e]:
+            tied.append((at[e], c))
+            continue
+        for r, v in tied:
+            insert(r, v)
+        tied.clear()
+        insert(at[e], c)
     return total
 
 
@@ -83,24 +99,24 @@ def kleene_count_windows(times: Sequence, step: Step, first: Sequence[int], last
     dtype = np.float64 if approx else object  # object: exact Python ints (np.zeros fills them with int 0)
     zero = np.zeros(width, dtype=dtype)
     total = zero.copy()
-    found = _predecessor_sums(step, zero)
-    if found is not None and (found[0].size + 1) * width > max_cells:
+    pred = _predecessors(step, zero)
+    if pred is not None and (pred.size + 1) * width > max_cells:
         return None
-    running = zero.copy()
+    running = zero.copy()  # without a predicate: the sum of every earlier event's vector
     for i, j in tie_runs(times):
         counts = []
         for e in range(i, j):
             a, b = first[e], last[e] + 1
             acc = zero.copy()
-            before = running if found is None else found[0].query(found[2][e])
+            before = running if pred is None else pred.sums.query(pred.probe[e])
             acc[a:b] = 1 + before[a:b]
             counts.append(acc)
         for e, c in zip(range(i, j), counts):
             total += c
-            if found is None:
+            if pred is None:
                 running += c
             else:
-                found[0].insert(found[1][e], c)
+                pred.sums.insert(pred.at[e], c)
     return total
 
 

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 from . import spec as K
 from .expr import Row, compile_expr
-from .index import MAX, AttributeIndex, Monoid, Sums
+from .index import MAX, AttributeIndex, Monoid, sums
 from .values import MIRROR
 
 
@@ -269,7 +269,7 @@ class _Indexed:
             self.at, self.probe, op = idx.lval, idx.h, idx.op
         else:  # inserted: earlier events by h; a probe f takes h MIRROR(OP) lval[f]
             self.at, self.probe, op = idx.h, idx.lval, MIRROR[idx.op]
-        self.sums = Sums(idx.size, op, m.zero, m.add)
+        self.sums = sums(idx.size, op, m.zero, m.add)
 
     def insert(self, node, v):
         self.sums.insert(self.at[node[0]], v)

@@ -88,7 +88,7 @@ def key(v):
 
 def keys(values: Sequence) -> Sequence:
     """The keys of a column (the column itself when it holds no NaN)."""
-    if any(v != v for v in values):
+    if not all(map(operator.eq, values, values)):  # C speed: only a NaN is unequal to itself
         return [NAN if v != v else v for v in values]
     return values
 
@@ -119,8 +119,10 @@ def ranks(a: Sequence, b: Sequence) -> tuple[list, list, int]:
     `ra[i] OP rb[j]` does.  Columns whose values cannot be compared with
     each other have no rank (every comparison is null)."""
     a, b = comparable(a, b)
+    same = a == b  # one attribute on both sides (`s[i].x > s[i-1].x`): one pass
     distinct = set(a)
-    distinct.update(b)
+    if not same:
+        distinct.update(b)
     distinct.discard(None)
     try:
         order = sorted(distinct)
@@ -129,7 +131,8 @@ def ranks(a: Sequence, b: Sequence) -> tuple[list, list, int]:
     at = {v: i for i, v in enumerate(order)}
     at[None] = None
     get = at.__getitem__
-    return list(map(get, a)), list(map(get, b)), len(order)
+    ra = list(map(get, a))
+    return ra, (ra if same else list(map(get, b))), len(order)
 
 
 def _pair(a, b):
