@@ -20,6 +20,7 @@ from cetql.planner.semantics.bind import bind
 from cetql.printer import to_text
 
 SPECIAL = [None, math.nan, math.inf, -math.inf, -0.0, 0.0, 1.0, 2.5]
+DRAWN = [*SPECIAL, math.nan, math.nan, 1.0]  # NaN most often: it is what comparisons disagree on
 
 
 def stream(typed: bool, max_size: int = 7, max_time: int = 8, special: bool = False):
@@ -31,7 +32,7 @@ def stream(typed: bool, max_size: int = 7, max_time: int = 8, special: bool = Fa
         "k": st.sampled_from("uv"),
     }
     if special:
-        fields["y"] = st.sampled_from(SPECIAL)
+        fields["y"] = st.sampled_from(DRAWN)
         fields["k"] = st.sampled_from(["u", "v", None])
     return st.lists(st.fixed_dictionaries(fields), max_size=max_size).map(
         lambda evs: [dict(e, id=i) for i, e in enumerate(sorted(evs, key=lambda e: e["ts"]))]
@@ -132,14 +133,14 @@ def queries(draw, aggregation: bool, repeated_types: bool = False, windows=WINDO
     conjuncts = []
     for name in positive:
         p = positions[name]
-        if p.kleene_self and draw(st.booleans()):
+        if p.kleene_self and (draw(st.booleans()) or (special and draw(st.booleans()))):
             if special:
-                conjuncts.append(_edge(draw, name, draw(st.sampled_from(["y", "y", "g"]))))
+                conjuncts.append(_edge(draw, name, draw(st.sampled_from(["y", "y", "y", "g"]))))
             else:
                 op = draw(st.sampled_from(["=", "<", ">", ">=", "!="]))
                 a = draw(st.sampled_from(["x", "x", "g"])) if op == "=" else "x"
                 conjuncts.append(f"{name}[i].{a} {op} {name}[i-1].{a}")
-        if draw(st.integers(0, 4)) == 0:
+        if draw(st.integers(0, 2 if special else 4)) == 0:
             conjuncts.append(_vertex(draw, name) if special else f"{name}.k = 'u'")
     if len(positive) >= 2 and draw(st.booleans()):
         a, b = draw(st.permutations(positive))[:2]
@@ -147,6 +148,8 @@ def queries(draw, aggregation: bool, repeated_types: bool = False, windows=WINDO
         conjuncts.append(f"{a}.{attr} {op} {b}.{attr}")
     if draw(st.integers(0, 3)) == 0:
         conjuncts.append(draw(st.sampled_from(["[g]", "[y]"])) if special else "[g]")
+    if special and not any(".y" in c or "[y]" in c for c in conjuncts):
+        conjuncts.append(_vertex(draw, draw(st.sampled_from(positive))))
     if state_keys:
         keyed = draw(st.lists(st.sampled_from(mandatory(pattern)), min_size=1, max_size=3, unique=True))
         keys = [f"{v}.{draw(st.sampled_from(['k', 'k', 'g', 'x']))}" for v in keyed]
