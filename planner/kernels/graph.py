@@ -99,14 +99,16 @@ class Graph:
         self.node = bytearray(n * self.S)
         self.start = bytearray(n * self.S)
         self.end = bytearray(n * self.S)
+        first = nodes.first
         for qi, q in enumerate(names):
+            # without a negation before / after the pattern, every node of a start / end state qualifies
+            starts, ends = q in gt.start, q in gt.end
             for e in self.elig[qi]:
-                v = nodes.id(e, qi)
+                v = first(e) + qi
                 self.node[v] = 1
-                # without a negation before / after the pattern, every node of a start / end state qualifies
-                if q in gt.start and (not gt.before or gt.start_ok(e, q)):
+                if starts and (not gt.before or gt.start_ok(e, q)):
                     self.start[v] = 1
-                if q in gt.end and (not gt.after or gt.end_ok(e, q)):
+                if ends and (not gt.after or gt.end_ok(e, q)):
                     self.end[v] = 1
         steps = [StepIndex(self, st) for st in gt.steps]
         steps = [st for st in steps if st.live]
@@ -125,7 +127,7 @@ class Graph:
         for qi, count in by_source.items():
             if count > 1:  # several transitions from one state: keep each list in node order
                 for e in self.elig[qi]:
-                    self.succ[nodes.id(e, qi)].sort()
+                    self.succ[first(e) + qi].sort()
 
     def __len__(self) -> int:
         """The number of node ids (n * S)."""
@@ -224,10 +226,6 @@ class StepIndex:
         r = self.idx.h[e]
         return None if r is None else self.buckets.get(r)
 
-    def _later(self, events: list[int], e: int) -> list[int]:
-        """The events of a sorted list after e's time."""
-        return events[bisect.bisect_left(events, self.g.first_later[e]) :]
-
     def candidates(self) -> int:
         """How many pairs the index yields: the edges, or an upper bound on them
         when other predicates filter; O(n log n), building none."""
@@ -248,18 +246,25 @@ class StepIndex:
     def store(self, succ: list[list[int]]) -> None:
         """Append every edge of this step to the successor lists."""
         g, p, q = self.g, self.p, self.q
+        first_later, left = g.first_later, bisect.bisect_left
         if self.hashed:
-            found = {e: self._later(bucket, e) for e in self.sources if (bucket := self._bucket(e))}
+            found = {}
+            for e in self.sources:
+                bucket = self._bucket(e)
+                if bucket:
+                    found[e] = bucket[left(bucket, first_later[e]) :]
         elif self.idx is not None:
             found = later_in_range(g.times, self.sources, self.targets, self.idx)
         else:
-            found = {e: self._later(self.targets, e) for e in self.sources}
-        holds, exact, nodes = self.st.holds, self.exact, g.nodes
+            targets = self.targets
+            found = {e: targets[left(targets, first_later[e]) :] for e in self.sources}
+        holds, exact, indexed = self.st.holds, self.exact, self.idx is not None
+        first, ids = g.nodes.first, g.nodes.ids
         for e, cands in found.items():
             if not exact:
-                cands = [f for f in cands if holds(e, f, self.idx is not None)]
+                cands = [f for f in cands if holds(e, f, indexed)]
             if cands:
-                succ[nodes.id(e, p)].extend(nodes.ids(cands, q))
+                succ[first(e) + p].extend(ids(cands, q))
 
     def _in_range(self, e: int, start: int, later: int) -> list[int] | None:
         """The targets after `start` whose lval is in e's range, in event

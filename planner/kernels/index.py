@@ -2,18 +2,18 @@
 aggregation.
 
 An indexed edge predicate is `next.lval OP h(prev)`, OP in = < <= > >=.
-`AttributeIndex` replaces the values of both sides by their ranks in one
-SQL order (`values.ranks`: NaN last, -0.0 = 0.0, decimals against doubles
-as doubles), ABI's attribute vertices; from then on a predicate is a
-comparison of two integers and the events a probe may pair with are a span
-of ranks (`span`):
+`AttributeIndex` holds both sides as comparison keys (`values`: NaN one
+value above every number, -0.0 = 0.0, decimals against doubles as doubles)
+— for a range, as their ranks in one SQL order (`values.ranks`), ABI's
+attribute vertices — so that a predicate is a comparison of two keys and
+the events a probe may pair with are one key or a span of ranks (`span`):
 
-- detection (`graph`) lists successors: the later events whose lval rank
-  lies in the span of an event's h (a hash by rank for =, ranks kept sorted
-  for a range: `later_in_range`, `count_in_range`);
+- detection (`graph`) lists successors: the later events whose lval
+  equals an event's h (a hash) or whose rank lies in its span (ranks kept
+  sorted: `later_in_range`, `count_in_range`);
 - aggregation (`template`, `kleene`) sums over predecessors (GRETA): values
-  inserted at the rank of their h, queried with a later event's lval
-  (`sums`: one sum a rank for =, the one `Fenwick` tree otherwise).
+  inserted at the key of their h, queried with a later event's lval
+  (`sums`: one sum a key for =, the one `Fenwick` tree over ranks otherwise).
 
 `Monoid` adds the value vectors aggregation propagates (sums, minima,
 maxima); `Fenwick` is the one prefix-sum tree, over numbers (also the
@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from sortedcontainers import SortedList
 
-from .values import COMPARATORS, MIRROR, ranks, smaller
+from .values import COMPARATORS, MIRROR, comparable, ranks, smaller
 
 SUM, MIN, MAX = "sum", "min", "max"
 
@@ -50,20 +50,24 @@ def span(op: str, r: int | None, size: int) -> tuple[int, int]:
 
 class AttributeIndex:
     """One predicate `next.lval OP h(prev)` over a group's events: `lval`
-    and `h` are the two columns as ranks (None for null)."""
+    and `h` are the two columns as keys (=) or ranks (a range; `size` of
+    them), None for null."""
 
     __slots__ = ("op", "lval", "h", "size")
 
     def __init__(self, lval: Sequence, op: str, h: Sequence):
         self.op = op
-        self.lval, self.h, self.size = ranks(lval, h)
+        if op == "=":
+            (self.lval, self.h), self.size = comparable(lval, h), 0
+        else:
+            self.lval, self.h, self.size = ranks(lval, h)
 
     def later(self, e: int) -> tuple[int, int]:
-        """The lval ranks an event after e may have: [lo, hi)."""
+        """The lval ranks an event after e may have: [lo, hi) (a range)."""
         return span(self.op, self.h[e], self.size)
 
     def earlier(self, f: int) -> tuple[int, int]:
-        """The h ranks an event before f may have: [lo, hi)."""
+        """The h ranks an event before f may have: [lo, hi) (a range)."""
         return span(MIRROR[self.op], self.lval[f], self.size)
 
     def holds(self, e: int, f: int) -> bool:
@@ -173,36 +177,37 @@ class Fenwick:
         return self.tree[path].sum(axis=0) if path else self.zero.copy()
 
 
-class ByRank:
-    """Σ of the values inserted at the query's own rank (an equal predicate):
-    one sum a rank."""
+class ByKey:
+    """Σ of the values inserted at the query's own key (an equal predicate):
+    one sum a key."""
 
     __slots__ = ("sums", "zero", "add")
 
-    def __init__(self, size: int, zero, add: Callable | None = None):
-        self.sums, self.zero, self.add = [None] * size, zero, add
+    def __init__(self, zero, add: Callable | None = None):
+        self.sums, self.zero, self.add = {}, zero, add
 
-    def insert(self, r: int | None, v) -> None:
-        if r is None:
+    def insert(self, k, v) -> None:
+        if k is None:
             return
-        acc = self.sums[r]
+        acc = self.sums.get(k)
         if acc is None:
-            self.sums[r] = copy.copy(v)
+            self.sums[k] = copy.copy(v)
         elif self.add is not None:
             self.add(acc, v)
         else:
-            self.sums[r] = acc + v
+            self.sums[k] = acc + v
 
-    def query(self, q: int | None):
-        acc = None if q is None else self.sums[q]
+    def query(self, q):
+        acc = self.sums.get(q)
         return self.zero if acc is None else acc
 
 
-def sums(size: int, op: str, zero, add: Callable | None = None) -> ByRank | Fenwick:
-    """Σ of the values inserted at a rank r with `r OP q`, for a query rank
-    q (`insert(r, v)`, `query(q)`): the ABI attribute vertices with GRETA's
-    sums.  Numbers, numpy rows, or vectors of a monoid (`add`)."""
-    return ByRank(size, zero, add) if op == "=" else Fenwick(size, op, zero, add)
+def sums(size: int, op: str, zero, add: Callable | None = None) -> ByKey | Fenwick:
+    """Σ of the values inserted at a key r with `r OP q`, for a query key q
+    (`insert(r, v)`, `query(q)`; ranks 0 … size-1 for a range): the ABI
+    attribute vertices with GRETA's sums.  Numbers, numpy rows, or vectors
+    of a monoid (`add`)."""
+    return ByKey(zero, add) if op == "=" else Fenwick(size, op, zero, add)
 
 
 # ---------------------------------------------------------------- detection: range to-edges

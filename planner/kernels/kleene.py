@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .index import ByRank, Fenwick, sums
+from .index import ByKey, Fenwick, sums
 from .template import Step
 from .values import COMPARATORS, MIRROR
 
@@ -41,10 +41,10 @@ class Predecessors(NamedTuple):
     queries with the rank of its lval (`probe`), for ranks r with
     `lval[f] OP r`, i.e. `r MIRROR(OP) lval[f]`."""
 
-    sums: ByRank | Fenwick
+    sums: ByKey | Fenwick
     at: list
     probe: list
-    size: int  # the number of ranks
+    size: int  # the number of ranks (a range), 0 (=)
 
 
 def _predecessors(step: Step, zero) -> Predecessors | None:
@@ -100,7 +100,7 @@ def kleene_count_windows(times: Sequence, step: Step, first: Sequence[int], last
     zero = np.zeros(width, dtype=dtype)
     total = zero.copy()
     pred = _predecessors(step, zero)
-    if pred is not None and (pred.size + 1) * width > max_cells:
+    if pred is not None and ((pred.size or len(set(pred.at))) + 1) * width > max_cells:  # a vector a value
         return None
     running = zero.copy()  # without a predicate: the sum of every earlier event's vector
     for i, j in tie_runs(times):

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from functools import cache
 from itertools import product
 
 from cetql.options import TrendSet
@@ -101,6 +102,13 @@ def _reachable(spec: K.TemplateSpec) -> dict[str, set]:
     return out
 
 
+@cache
+def _acceptance(trend_set: TrendSet) -> tuple[dict, bool]:
+    """`accepts` for every (ends, vetoed), and whether an appendable prefix fails."""
+    table = {(a, b): accepts(trend_set, ends=a, vetoed=b) for a in (False, True) for b in (False, True)}
+    return table, not accepts(trend_set, ends=True, appendable=True)
+
+
 class Prefixes:
     """The prefixes the configuration walk visits, by id: a prefix's id
     indexes its last event, its runs and `emit_at` (`limit` when it is
@@ -128,27 +136,24 @@ class Prefixes:
                 if g.start[v]:
                     for w in g.succ[v]:
                         self.poison_from.setdefault(w, []).append(v)
-        # `accepts` for every (ends, vetoed), and whether an appendable prefix fails
-        self.accept = {(a, b): accepts(trend_set, ends=a, vetoed=b) for a in (False, True) for b in (False, True)}
-        self.appends = not accepts(trend_set, ends=True, appendable=True)
+        self.accept, self.appends = _acceptance(trend_set)
         self.event: list[int] = []
         self.runs: list[set] = []
         self.emit_at: list[int] = []
         self.block_end: list[int] = []  # where the block of ids holding each id ends
         self.need: list[int] = []  # zeros: only prefixes that may become trends get an id
 
-    def _block(self, start: int, extensions) -> range:
-        """Ids start … for the extensions that may become trends, dropping
-        whatever was stored from start on."""
-        del self.event[start:], self.runs[start:], self.emit_at[start:], self.block_end[start:]
-        for f, runs in extensions:
-            emit = self.emission(f, runs)
-            if emit is not None:
-                self.event.append(f)
-                self.runs.append(runs)
-                self.emit_at.append(emit)
-        end = len(self.event)
-        self.block_end += [end] * (end - start)
+    def _store(self, start: int, found: list[tuple]) -> range:
+        """Ids start … for the prefixes found, (last event, runs, emit_at)
+        each, dropping whatever was stored from start on."""
+        if len(self.event) > start:
+            del self.event[start:], self.runs[start:], self.emit_at[start:], self.block_end[start:]
+        for f, runs, emit in found:
+            self.event.append(f)
+            self.runs.append(runs)
+            self.emit_at.append(emit)
+        end = start + len(found)
+        self.block_end += [end] * len(found)
         if len(self.need) < end:
             self.need += [0] * (end - len(self.need))
         return range(start, end)
@@ -218,12 +223,21 @@ class Prefixes:
     def roots(self) -> Iterator[int]:
         """Each first event that may begin a trend, as prefix id 0."""
         for e in range(self.g.gt.n):
-            yield from self._block(0, [(e, self.first_runs(e))])
+            runs = self.first_runs(e)
+            emit = self.emission(e, runs) if runs else None
+            if emit is not None:
+                yield from self._store(0, [(e, runs, emit)])
 
     def __getitem__(self, x: int) -> range:
         """The ids of x's extensions that may still become trends."""
         nexts = self.step(self.runs[x], self.event[x])
-        return self._block(self.block_end[x], ((f, nexts[f]) for f in sorted(nexts)))
+        found = []
+        for f in sorted(nexts):
+            runs = nexts[f]
+            emit = self.emission(f, runs)
+            if emit is not None:
+                found.append((f, runs, emit))
+        return self._store(self.block_end[x], found)
 
     def _appendable(self, f: int, runs) -> bool:
         g, cross, names = self.g, self.cross, self.g.names

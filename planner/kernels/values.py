@@ -94,7 +94,10 @@ def keys(values: Sequence) -> Sequence:
 
 
 def _first(values: Sequence):
-    return next((v for v in values if v is not None), None)
+    for v in values:
+        if v is not None:
+            return v
+    return None
 
 
 def _as_double(values: Sequence) -> list:
@@ -105,6 +108,8 @@ def comparable(a: Sequence, b: Sequence) -> tuple[Sequence, Sequence]:
     """Two columns compared with each other, as keys: a DECIMAL or integer
     column against a DOUBLE one as doubles (a column holds one type)."""
     x, y = _first(a), _first(b)
+    if x.__class__ is str and y.__class__ is str:  # text: no NaN, nothing to convert
+        return a, b
     if isinstance(y, float) and isinstance(x, (Decimal, int)) and not isinstance(x, bool):
         a = _as_double(a)
     elif isinstance(x, float) and isinstance(y, (Decimal, int)) and not isinstance(y, bool):
@@ -128,7 +133,7 @@ def ranks(a: Sequence, b: Sequence) -> tuple[list, list, int]:
         order = sorted(distinct)
     except TypeError:  # text against numbers: nothing holds
         return [None] * len(a), [None] * len(b), 0
-    at = {v: i for i, v in enumerate(order)}
+    at = dict(zip(order, range(len(order))))
     at[None] = None
     get = at.__getitem__
     ra = list(map(get, a))
