@@ -119,15 +119,17 @@ def _schema(cols, rows, n):
     return pa.schema(fields)
 
 
-def run_local(text, events, *, params=None, typed=False, batch_size=None, spec_changes: dict | None = None,
-              **options):  # fmt: skip
+def run_local(text, events, *, params=None, typed=False, batch_size=None, spec_changes=None, **options):
     """(plan, lowered plan, output rows as dicts) of a query on a list of
     events; `options` are `RunOptions` keywords, `spec_changes` overrides
-    fields of the kernel spec (to compare a plan's choice with another)."""
+    fields of the kernel spec (to compare a plan's choice with another): a
+    dict, or a function of (plan, lowered plan) giving one."""
     types = sorted({e["__type"] for e in events if e.get("__type")}) if typed else ()
     cols = sorted({k for e in events for k in e})
     plan, phys = plan_for(text, params=params, typed=typed, types=types, options=RunOptions.of(**options),
                           columns=cols)  # fmt: skip
+    if callable(spec_changes):
+        spec_changes = spec_changes(plan, phys)
     if spec_changes:
         phys = dataclasses.replace(phys, spec=dataclasses.replace(phys.spec, **spec_changes))
     table = kernel_table(plan, phys, events)

@@ -16,7 +16,7 @@ from .batches import window_groups
 from .detect import read_columns, template_columns
 from .errors import AggregateOverflow, describe_group, describe_window, digits
 from .kleene import kleene_count, kleene_count_windows
-from .parts import Part, keyed_template, part_columns, parts
+from .parts import keyed_template, nothing, part_columns, parts
 from .template import GroupTemplate, Step
 from .values import smaller
 
@@ -66,7 +66,7 @@ def aggregate_table(spec: K.AggregateSpec, table: pa.Table) -> Iterator[pa.Recor
             continue
         for w_start, w_end, wk in windows:
             totals = None
-            for part in _parts(spec, cols, w_start, w_end) or [Part(range(w_start, w_start))]:  # none: no trend
+            for part in _parts(spec, cols, w_start, w_end) or [nothing(w_start, spec.template, spec.state_keys)]:
                 local, part_times = part_columns(cols, times, part)
                 got = _aggregate_part(spec, part_times, local)
                 totals = got if totals is None else _combine(spec, totals, got)

@@ -107,6 +107,12 @@ def _keyed_parts(cols: dict, rows, template: K.TemplateSpec, state_keys: tuple[K
     return out
 
 
+def nothing(at: int, template: K.TemplateSpec, state_keys: tuple[K.StateKey, ...]) -> Part:
+    """A part of no rows (a group whose keys leave no part: no trend)."""
+    keyed = {k.state for k in state_keys}
+    return Part(range(at, at), {keyed_mask(s): [] for s in template.states if s.name in keyed})
+
+
 def part_columns(cols: dict, times: list, part: Part) -> tuple[dict, list]:
     """The columns and times of a part's rows (slices for a whole group),
     with its keyed states' masks."""
