@@ -62,6 +62,11 @@ class Nodes:
         S = self.S
         return events if S == 1 else [f * S + q for f in events]
 
+    def per_node(self, values: list) -> list:
+        """A list by event as a list by node id (each value S times), in bulk."""
+        S = self.S
+        return values if S == 1 else [v for v in values for _ in range(S)]
+
     def events(self, ids) -> np.ndarray:
         """The events of many node ids (an array), in bulk."""
         out = np.asarray(ids, dtype=np.int64)

@@ -4,7 +4,7 @@ the enums of `cetql.options`.  No AST, no Spark objects, no closures: a spec
 pickles small and means the same on every worker.
 
 The logical plan is lowered to a spec on the driver (`cetql.planner.lower`);
-the kernels (`graph`, `greta`, `aseq`, `process`) read it.
+the kernels read it (`process` is where they start).
 
 Expressions
 -----------

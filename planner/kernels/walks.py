@@ -134,7 +134,7 @@ def split_free(g: Graph):
     that stores no edges gets them node by node, as the walk asks."""
     if not g.stored:
         return _SplitFree(g)
-    when = node_times(g)
+    when = g.nodes.per_node(g.times)
     out = []
     for ws in g.succ:
         if len(ws) <= 1:
@@ -155,12 +155,6 @@ def split_free(g: Graph):
     return out
 
 
-def node_times(g: Graph) -> list:
-    """The time of each node id, in bulk."""
-    S = g.S
-    return g.times if S == 1 else [t for t in g.times for _ in range(S)]
-
-
 class _SplitFree:
     """`split_free` of a graph that stores no edges: v's kept successors
     computed when asked — one pass over them, adding what each earlier one
@@ -168,7 +162,7 @@ class _SplitFree:
 
     def __init__(self, g: Graph):
         self.g = g
-        self.when = node_times(g)
+        self.when = g.nodes.per_node(g.times)
         self.cache: dict[int, list[int]] = {}
 
     def __len__(self) -> int:
