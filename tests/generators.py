@@ -152,7 +152,7 @@ def queries(draw, aggregation: bool, repeated_types: bool = False, windows=WINDO
         conjuncts.append(_vertex(draw, draw(st.sampled_from(positive))))
     if state_keys:
         keyed = draw(st.lists(st.sampled_from(mandatory(pattern)), min_size=1, max_size=3, unique=True))
-        keys = [f"{v}.{draw(st.sampled_from(['k', 'k', 'g', 'x']))}" for v in keyed]
+        keys = [f"{v}.{draw(st.sampled_from(['k', 'g', 'g']))}" for v in keyed]
         conjuncts.append(f"[{', '.join(keys)}]")
     text = to_text(base)
     if conjuncts:

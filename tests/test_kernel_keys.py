@@ -19,10 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cetql.planner.kernels import spec as K
+from cetql.planner.kernels.errors import SharedKeyedEvent
 from cetql.planner.kernels.parts import parts
 from cetql.planner.logical.plan import Partition
 
-SOME = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+SOME = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def state_keys(plan, phys) -> dict:
@@ -93,14 +94,39 @@ def test_parts_take_the_keyed_states_values_and_share_the_others():
     assert [list(p.rows) for p in both] == [[1, 3, 5], [2, 4, 5]]
 
 
+def test_an_event_of_a_keyed_state_and_another_is_refused():
+    """`SEQ(A* v1[], A v3) WHERE [v3.k]` on one stream: (e0) with e0 as v3
+    extends to (e0, e1) with e0 as v1, whatever e1's key, so a part cannot
+    tell whether (e0) is complete — the group is refused, not answered."""
+    text = "PATTERN SEQ(A* v1[], NOT C v2, A v3) WHERE [g] AND [v3.k] WITHIN 4"
+    events = [{"id": 0, "ts": 0, "g": "h", "k": "v"}, {"id": 1, "ts": 1, "g": "h", "k": "u"}]
+    with pytest.raises(SharedKeyedEvent, match="may be v3 or v1: bind the inputs to types"):
+        detected(text, events, False, "COMPLETE", spec_changes=state_keys)
+    with pytest.raises(SharedKeyedEvent):
+        aggregates("RETURN COUNT(*) " + text, events, False)
+
+
+def _refused_or(check):
+    """Run `check`; a group whose keyed events may take another state is
+    refused (the planner does not rule those out yet)."""
+    try:
+        check()
+    except SharedKeyedEvent:
+        pass
+
+
 @SOME
 @given(st.data(), st.booleans(), st.sampled_from(["COMPLETE", "MAXIMAL", "ALL"]), st.sampled_from([WINDOWS, SLIDING]))
 def test_detection_with_state_keys_equals_reference(data, typed, trend_set, windows):
     text = data.draw(queries(False, repeated_types=not typed, windows=windows, state_keys=True))
     compile_or_skip(text, typed=typed)
-    events = data.draw(stream(typed, special=True))
-    got = detected(text, events, typed, trend_set, spec_changes=state_keys)
-    assert got == wanted(text, events, typed, trend_set), text
+    events = data.draw(stream(typed, max_size=8, special=True))
+
+    def check():
+        got = detected(text, events, typed, trend_set, spec_changes=state_keys)
+        assert got == wanted(text, events, typed, trend_set), text
+
+    _refused_or(check)
 
 
 @SOME
@@ -110,8 +136,8 @@ def test_aggregation_with_state_keys_equals_reference(data, typed, trend_set):
     if trend_set == "COMPLETE":
         text += "\nTRENDS COMPLETE"
     compile_or_skip(text, typed=typed)
-    events = data.draw(stream(typed, special=True))
-    check_aggregates(text, events, typed)
+    events = data.draw(stream(typed, max_size=8, special=True))
+    _refused_or(lambda: check_aggregates(text, events, typed))
 
 
 @SOME
@@ -120,7 +146,11 @@ def test_complete_count_with_state_keys_equals_detected_rows(data, typed):
     text = data.draw(queries(False, repeated_types=not typed, state_keys=True))
     agg = "RETURN COUNT(*)\n" + text + "\nTRENDS COMPLETE"
     compile_or_skip(agg, typed=typed)
-    events = data.draw(stream(typed, special=True))
-    found = detected(text, events, typed, "COMPLETE", spec_changes=state_keys)
-    counted = {k: int(r["COUNT(*)"]) for k, r in aggregates(agg, events, typed).items() if r["COUNT(*)"]}
-    assert counted == {k: len(v) for k, v in found.items() if v}, text
+    events = data.draw(stream(typed, max_size=8, special=True))
+
+    def check():
+        found = detected(text, events, typed, "COMPLETE", spec_changes=state_keys)
+        counted = {k: int(r["COUNT(*)"]) for k, r in aggregates(agg, events, typed).items() if r["COUNT(*)"]}
+        assert counted == {k: len(v) for k, v in found.items() if v}, text
+
+    _refused_or(check)

@@ -12,6 +12,10 @@
   part, and whatever could be prepended, appended or inserted into it lies
   in that part too: each part is evaluated on its own (detection: its
   trends; aggregation: its aggregates, summed into the group's row).
+  That holds while no event may take a keyed state and another state as
+  well (in `SEQ(A* a[], A b) WHERE [b.k]` on one stream, (e1) with e1 as b
+  extends to (e1, e2) with e1 as a and e2 as b, whatever e2's key): such a
+  group is refused (`SharedKeyedEvent`), never answered wrongly.
 
 Keys compare as Spark compares them (`values.key`: NaN equals NaN, -0.0
 equals 0.0).  The keyed states' masks are columns of their own in a part
@@ -25,6 +29,7 @@ from functools import lru_cache
 from itertools import product
 
 from . import spec as K
+from .errors import SharedKeyedEvent
 from .values import key
 
 
@@ -90,6 +95,7 @@ def _keyed_parts(cols: dict, rows, template: K.TemplateSpec, state_keys: tuple[K
             common.append(r)
         for q in keyed:
             if cols[states[q].mask][r] is True:
+                _alone(cols, r, q, template)
                 k = tuple(key(cols[c][r]) for c in columns[q])
                 if None not in k:
                     by_value[q].setdefault(k, []).append(r)
@@ -105,6 +111,17 @@ def _keyed_parts(cols: dict, rows, template: K.TemplateSpec, state_keys: tuple[K
             masks[keyed_mask(states[q])] = [r in mine for r in part_rows]
         out.append(Part(part_rows, masks))
     return out
+
+
+def _alone(cols: dict, r: int, q: str, template: K.TemplateSpec) -> None:
+    """Row r, which may take the keyed state q, may take no other state."""
+    for s in template.states:
+        if s.name != q and cols[s.mask][r] is True:
+            raise SharedKeyedEvent(
+                f"an equivalence on the events of {q} alone needs events that can be nothing but {q}, and an event "
+                f"here may be {q} or {s.name}: bind the inputs to types that tell them apart, or write the "
+                "equivalence over every variable"
+            )
 
 
 def nothing(at: int, template: K.TemplateSpec, state_keys: tuple[K.StateKey, ...]) -> Part:
