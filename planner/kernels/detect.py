@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import chain, repeat
 
 import numpy as np
@@ -59,8 +59,7 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
     schema = detect_schema(spec, table.schema)
     pending: list[Found] = []
     trends_held = events_held = 0
-    for where, walk in _walks(spec, table, cols, times):
-        found = Found(*where)
+    for found, walk in _walks(spec, table, cols, times):
         pending.append(found)
         for path in walk:
             found.flat += path
@@ -69,7 +68,7 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
             events_held += len(path)
             if trends_held >= spec.batch_rows or events_held >= spec.batch_events:
                 yield _trend_batch(spec, table, schema, pending)
-                found = Found(*where)
+                found = replace(found, flat=[], lengths=[])
                 pending = [found]
                 trends_held = events_held = 0
         if not found.lengths:  # no trend (left): nothing of this part waits for a batch
@@ -124,7 +123,7 @@ def _template(spec: K.DetectSpec) -> K.TemplateSpec:
     return keyed_template(spec.template, spec.state_keys) if spec.state_keys else spec.template
 
 
-def _walks(spec: K.DetectSpec, table: pa.Table, cols: dict, times: list) -> Iterator[tuple[tuple, Iterator]]:
+def _walks(spec: K.DetectSpec, table: pa.Table, cols: dict, times: list) -> Iterator[tuple[Found, Iterator]]:
     """(where a part's trends go, its trends as they are found) of each
     window's parts, in table order.  With a shared graph (the plan's
     choice), a block's graph is built once and each window walked on it."""
@@ -156,7 +155,7 @@ def _window_walk(spec: K.DetectSpec, table, cols: dict, times: list, part: Part,
     if spec.max_trends:
         _guard(spec, table, start, wk, *greta.count_trends(gt, gt.spec, spec.trend_set, spec.max_trends, graph))
     walk, nodes = trend_nodes(gt, spec.trend_set, gt.spec, graph)
-    yield (start, wk, base, at, nodes), walk
+    yield Found(start, wk, base, at, nodes), walk
 
 
 def _slice(part: Part, lo: int, hi: int) -> Part:
@@ -188,7 +187,7 @@ def _block_walks(spec: K.DetectSpec, table, cols: dict, times: list, part: Part,
         if each and not (graph.stored and paths(graph, lo, hi) <= limit):
             own, _, _ = _part_template(spec, cols, times, _slice(part, lo, hi))
             _guard(spec, table, w_start, wk, *greta.count_trends(own, own.spec, spec.trend_set, limit))
-        yield (w_start, wk, base, at, graph.nodes), walk.window(lo, hi)
+        yield Found(w_start, wk, base, at, graph.nodes), walk.window(lo, hi)
 
 
 def _guard(spec: K.DetectSpec, table, row: int, wk: int, count, exact: bool) -> None:

@@ -36,18 +36,17 @@ from .template import GroupTemplate, Step
 class Nodes:
     """Node ids ↔ (event, state index): id = event * S + state.
 
-    `split(v)` → (event, state), `event(v)`, `state(v)` and `first(e)` (the
+    `split(v)` → (event, state), `event(v)` and `first(e)` (the
     smallest id of event e: the ids of events lo … hi-1 are first(lo) …
     first(hi) - 1) are the integer's own methods bound to S, so hot loops
     call them at C speed."""
 
-    __slots__ = ("S", "split", "event", "state", "first")
+    __slots__ = ("S", "split", "event", "first")
 
     def __init__(self, states: int):
         self.S = states
         self.split = states.__rdivmod__  # v → divmod(v, S)
         self.event = states.__rfloordiv__  # v → v // S
-        self.state = states.__rmod__  # v → v % S
         self.first = states.__mul__  # e → e * S
 
     def id(self, e: int, q: int) -> int:

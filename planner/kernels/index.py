@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from sortedcontainers import SortedList
 
-from .values import COMPARATORS, MIRROR, comparable, ranks, smaller
+from .values import COMPARATORS, comparable, ranks, smaller
 
 SUM, MIN, MAX = "sum", "min", "max"
 
@@ -65,10 +65,6 @@ class AttributeIndex:
     def later(self, e: int) -> tuple[int, int]:
         """The lval ranks an event after e may have: [lo, hi) (a range)."""
         return span(self.op, self.h[e], self.size)
-
-    def earlier(self, f: int) -> tuple[int, int]:
-        """The h ranks an event before f may have: [lo, hi) (a range)."""
-        return span(MIRROR[self.op], self.lval[f], self.size)
 
     def holds(self, e: int, f: int) -> bool:
         """The predicate from e to the later event f."""

@@ -266,10 +266,11 @@ class Prefixes:
 def config_walk(g: Graph, trend_set: TrendSet, spec: K.TemplateSpec, cols: dict) -> Iterator[list[int]]:
     """Trends over sets of runs (see the module), as event lists."""
     p = Prefixes(g, trend_set, spec, cols)
-    confirm = p.complete_maximal if trend_set is TrendSet.MAXIMAL else None
+    maximal = trend_set is TrendSet.MAXIMAL
     event = p.event
-    for path in depth_first(p.roots(), p, p.need, p.emit_at, p.limit, confirm):
-        yield [event[x] for x in path]
+    for path in depth_first(p.roots(), p, p.need, p.emit_at, p.limit):
+        if not maximal or p.complete_maximal(path):  # the walk is still below `path`: its ids stand
+            yield [event[x] for x in path]
 
 
 def insertable(g: Graph, path: list[int], history: list) -> bool:

@@ -122,9 +122,6 @@ class GroupTemplate:
         masks = list(self.masks.values())
         return all(sum(1 for m in masks if m[e] is True) <= 1 for e in range(self.n))
 
-    def eligible(self, e: int, q: str) -> bool:
-        return self.masks[q][e] is True
-
     def start_ok(self, e: int, q: str) -> bool:
         """Node (e, q) may begin a trend."""
         if q not in self.start or self.masks[q][e] is not True:

@@ -106,15 +106,15 @@ def _as_double(values: Sequence) -> list:
 
 def comparable(a: Sequence, b: Sequence) -> tuple[Sequence, Sequence]:
     """Two columns compared with each other, as keys: a DECIMAL or integer
-    column against a DOUBLE one as doubles (a column holds one type)."""
+    column against a DOUBLE one as doubles (a column holds one type); only
+    a DOUBLE column can hold a NaN."""
     x, y = _first(a), _first(b)
-    if x.__class__ is str and y.__class__ is str:  # text: no NaN, nothing to convert
-        return a, b
-    if isinstance(y, float) and isinstance(x, (Decimal, int)) and not isinstance(x, bool):
-        a = _as_double(a)
-    elif isinstance(x, float) and isinstance(y, (Decimal, int)) and not isinstance(y, bool):
-        b = _as_double(b)
-    return keys(a), keys(b)
+    fx, fy = x.__class__ is float, y.__class__ is float
+    if fy and not fx and isinstance(x, (Decimal, int)) and not isinstance(x, bool):
+        a, fx = _as_double(a), True
+    elif fx and not fy and isinstance(y, (Decimal, int)) and not isinstance(y, bool):
+        b, fy = _as_double(b), True
+    return (keys(a) if fx else a), (keys(b) if fy else b)
 
 
 def ranks(a: Sequence, b: Sequence) -> tuple[list, list, int]:

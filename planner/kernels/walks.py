@@ -64,17 +64,16 @@ def accepts(trend_set: TrendSet, *, ends: bool, vetoed: bool = False, appendable
     return not vetoed and not appendable
 
 
-def depth_first(roots: Iterable[int], successors, need, emit_at, limit: int, confirm=None) -> Iterator[list]:
+def depth_first(roots: Iterable[int], successors, need, emit_at, limit: int) -> Iterator[list]:
     """Every path from a root along `successors` through nodes v with
-    need[v] < limit, yielded (a new list) at each v with emit_at[v] >= limit
-    — and `confirm(path)`, when given.  Each successor list is in increasing
-    order; the ones at or past `limit` are not followed.  Iterative: no
-    recursion limit, one iterator a level."""
+    need[v] < limit, yielded (a new list) at each v with emit_at[v] >= limit.
+    Each successor list is in increasing order; the ones at or past `limit`
+    are not followed.  Iterative: no recursion limit, one iterator a level."""
     for root in roots:
         if need[root] >= limit:
             continue
         path = [root]
-        if emit_at[root] >= limit and (confirm is None or confirm(path)):
+        if emit_at[root] >= limit:
             yield [root]
         stack = [iter(successors[root])]
         while stack:
@@ -86,7 +85,7 @@ def depth_first(roots: Iterable[int], successors, need, emit_at, limit: int, con
             if need[nxt] >= limit:
                 continue
             path.append(nxt)
-            if emit_at[nxt] >= limit and (confirm is None or confirm(path)):
+            if emit_at[nxt] >= limit:
                 yield path[:]
             stack.append(iter(successors[nxt]))
 
