@@ -2,7 +2,7 @@
 
     import cetql
     q = cetql.compile("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100")
-    print(q.explain())            # the plan that runs
+    q.explain()                   # prints the plan that runs (as_string=True: the text)
     df = q.run(checks_df)         # a lazy DataFrame; or spark.cet(text, checks_df)
 
 `import cetql` adds `SparkSession.cet` to classic and Spark Connect sessions
@@ -10,12 +10,15 @@
 """
 
 from .errors import (
+    ArgumentTypeError,
     CetqlError,
+    InputNotFoundError,
     ParameterError,
     QueryError,
     QuerySemanticError,
     QuerySyntaxError,
     SchemaError,
+    UnknownTypeError,
     UsageError,
 )
 from .extension import install
@@ -24,14 +27,17 @@ from .options import RunOptions
 __version__ = "0.2.0"
 
 __all__ = [
+    "ArgumentTypeError",
     "CetqlError",
     "CompiledQuery",
+    "InputNotFoundError",
     "ParameterError",
     "QueryError",
     "QuerySemanticError",
     "QuerySyntaxError",
     "RunOptions",
     "SchemaError",
+    "UnknownTypeError",
     "UsageError",
     "compile",
     "get_spark",

@@ -21,26 +21,25 @@ import logging
 import os
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 from . import __version__, draw, gen, repl, serve
 from .arguments import parse_inputs, parse_params, read_query
-from .errors import CetqlError, QueryError, QuerySyntaxError, UsageError
+from .errors import CetqlError, QueryError, QuerySyntaxError, SchemaError, UsageError
 from .explain import explain_data, explain_text, summary_text
 from .failures import describe
 from .options import OutputFormat, OutputMode, RunOptions
-from .output import check_target, write
-from .planner.logical.plan import Inputs
+from .output import resolve_output, write
 from .planner.semantics.schema import parse_ddl
 from .planner.spark.compiler import count_invalid, diagnose_invalid
 from .progress import progress
-from .query import compile
+from .query import check_inputs, compile
 from .render import print_result
-from .runtime import describe_paths
-from .session import get_spark, is_connect, local_resources, log_path
+from .runtime import default_resources, describe_paths
+from .session import get_spark, is_connect, log_path
 
 EXIT_CANCELLED = 130
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
 
 
 # ---------------------------------------------------------------- arguments
@@ -60,6 +59,7 @@ def run_options(args) -> RunOptions:
         "id_col": getattr(args, "id_col", None),
         "drop_invalid": getattr(args, "drop_invalid", False),
         "max_trends": getattr(args, "max_trends", None),
+        "max_windows": getattr(args, "max_windows", None),
         "memory_budget": getattr(args, "memory_budget", None),
         "partitions": getattr(args, "partitions", None),
     }
@@ -81,15 +81,15 @@ def cmd_compile(args) -> int:
     if args.schema and args.input:
         raise UsageError("give either --schema or --input, not both")
     data, typed = parse_inputs(args.input)
+    check_inputs(data if data is not None else typed)
     inputs = known_inputs(data, typed, options.time_col) if args.input else None
     if args.input and inputs is None:
         missing = [v for v in ([data] if data else typed.values()) if not Path(str(v)).exists()]
         raise UsageError(f"input '{missing[0]}' does not exist")
     schema = parse_ddl(args.schema) if args.schema else (inputs.schema if inputs else None)
-    # plan for the session `cetql run` starts by default (local[*], its driver memory), so the plan is the one that runs
-    memory, slots = local_resources()
-    inputs = replace(inputs or Inputs(schema=schema), executor_memory=memory, task_slots=slots)
-    compiled = compile(text, params, schema, options=options, inputs=inputs, strict_params=bool(args.param))
+    # planned for the session `cetql run` starts by default (local[*], its driver memory): the plan that runs there
+    compiled = compile(text, params, schema, options=options, inputs=inputs, resources=default_resources(),
+                       strict_params=bool(args.param))  # fmt: skip
     if args.format == "json":
         data_out = explain_data(compiled)
         if not args.ast:
@@ -124,9 +124,12 @@ def cmd_run(args) -> int:
     # everything that needs no data is refused now, before Spark starts
     inputs = known_inputs(data, typed, options.time_col)
     compiled = compile(text, params, options=options, inputs=inputs, strict_params=True)
+    check_inputs(data if data is not None else typed, compiled.types)
+    target = None
     if args.output is not None:
-        check_target(args.output, mode, [str(v) for v in ([data] if data else typed.values())])
-    show = _show_attrs(args.show)
+        target = resolve_output(args.output, mode, inputs=[str(v) for v in ([data] if data else typed.values())],
+                                query_file=args.query_file, fmt=fmt)  # fmt: skip
+    show = _show_attrs(args.show, inputs)
 
     spark = get_spark(args.master, remote=args.remote, verbose=args.verbose)
     _ACTIVE["spark"] = spark
@@ -135,9 +138,9 @@ def cmd_run(args) -> int:
     label = "running " + (Path(args.query_file).name if args.query_file != "-" else "the query")
     try:
         with progress(spark, label):
-            execution = compiled.execution(data, spark=spark, options=options, **typed)
+            execution = compiled.execution(data if data is not None else typed, spark=spark, options=options)
             if args.output is not None:
-                rows = write(execution.dataframe, args.output, fmt, mode, [str(v) for v in ([data] if data else typed.values())])
+                rows = write(execution.dataframe, target, fmt)
                 noun = "trends" if compiled.kind == "detection" else "rows"
                 if rows is None:
                     print(f"'{args.output}' exists; nothing written (--mode ignore)" if mode == OutputMode.IGNORE
@@ -151,7 +154,7 @@ def cmd_run(args) -> int:
                 if dropped:
                     print(f"dropped {dropped:,} input row(s) with an invalid time or value (--drop-invalid)",
                           file=sys.stderr)  # fmt: skip
-    except (CetqlError, KeyboardInterrupt):
+    except (CetqlError, KeyboardInterrupt, BrokenPipeError):
         raise
     except Exception as e:
         raise describe(e, execution and (lambda: diagnose_invalid(execution.plan, execution.inputs))) from None
@@ -166,12 +169,16 @@ def cmd_run(args) -> int:
     return 0
 
 
-def _show_attrs(text: str | None):
+def _show_attrs(text: str | None, inputs=None):
     if text is None:
         return None
     attrs = [a.strip() for a in text.split(",") if a.strip()]
     if not attrs:
         raise UsageError("--show needs attribute names, e.g. --show src,dst")
+    names = inputs.schema.names() if inputs is not None and inputs.schema is not None else None
+    missing = [a for a in attrs if names is not None and a not in names]
+    if missing:
+        raise SchemaError(f"--show: no column {missing[0]} in the input (columns: {', '.join(names)})")
     return attrs
 
 
@@ -193,6 +200,8 @@ def _common(p, *, run: bool) -> None:
     p.add_argument("--with-rows", action="store_true", help="detection: add the events' input rows to each trend")
     p.add_argument("--max-trends", type=int, metavar="N",
                    help="detection: refuse a (window, group) with more than N trends (default 10,000,000; 0: no limit)")
+    p.add_argument("--max-windows", type=int, metavar="N",
+                   help="refuse WITHIN/SLIDE that put an event in more than N windows (default 100,000; 0: no limit)")
     p.add_argument("--memory-budget", metavar="SIZE",
                    help="detection: what one task may hold beyond its group's events, e.g. 256m or 2g: its graph's "
                         "edges while they fit in half, and the output batch (default: half the executor memory over "
@@ -232,7 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "csv (when piped) or json")  # fmt: skip
     r.add_argument("--mode", choices=[m.value for m in OutputMode], default=OutputMode.ERROR.value,
                    help="if --output exists: error (default), overwrite, append or ignore")
-    r.add_argument("--limit", type=int, default=20, help="rows to print without --output (default 20; 0: all)")
+    r.add_argument("--limit", type=int,
+                   help="rows to print without --output (default: 20 on a terminal, all otherwise; 0: all)")
     r.add_argument("--show", metavar="ATTR,…", help="print each trend as the chain of these attributes' values")
     r.add_argument("--master", help="Spark master URL (default: the active session, else local[*])")
     r.add_argument("--remote", help="a Spark Connect server, sc://host:port (also: SPARK_REMOTE)")
@@ -291,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _quiet_python_logging(getattr(args, "verbose", False))
-    if getattr(args, "limit", 0) is not None and getattr(args, "limit", 0) < 0:
+    if (getattr(args, "limit", None) or 0) < 0:
         parser.error("--limit must be zero (all rows) or positive")
     as_json = getattr(args, "format", None) == "json" and args.command == "compile"
     try:
@@ -304,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
             print(e.render(name if name and name != "-" else None), file=sys.stderr)
         return e.exit_code
     except CetqlError as e:
-        print(_json_error("error", str(e)) if as_json else e.render(), file=sys.stderr)
+        print(_json_error("error", e.text("cli")) if as_json else e.render(), file=sys.stderr)
         return e.exit_code
     except RecursionError:
         err = QuerySyntaxError("the query nests too deeply (parentheses or patterns); simplify it")
@@ -317,7 +327,19 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         os._exit(EXIT_CANCELLED)  # py4j threads would print their own tracebacks on a normal exit
     except BrokenPipeError:
-        os._exit(0)
+        return _closed_pipe()
+
+
+def _closed_pipe() -> int:
+    """Standard output was closed by its reader (`cetql run … | head`): stop
+    the Spark job and end without a word, as a POSIX tool killed by SIGPIPE
+    ends (status 141 = 128 + 13).  In a real process nothing may be flushed
+    to the closed pipe at exit (Python would complain on standard error)."""
+    _cancel()
+    if sys.stdout is sys.__stdout__:
+        sys.stderr.flush()
+        os._exit(EXIT_CLOSED_PIPE)
+    return EXIT_CLOSED_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

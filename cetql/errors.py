@@ -5,11 +5,111 @@
     syntax error: 2:13: unexpected ')'; expected '(', '-', a name, …
       2 | WHERE c.x > )
         |             ^
+
+Each message is written once, naming options as the command line spells
+them (`--time-col`, `--param r=<value>`, `--trends maximal`), and the
+surface that shows it says them in its own words (`spoken`): `str(e)` is
+what a Python caller reads (`time_col=`, `params={"r": …}`,
+`trends="maximal"`), `e.render()` what the command line prints,
+`e.render(surface="repl")` what the shell prints (`:param r=<value>`).
+
+Every class also derives from the standard exception a Python user would
+catch for the case: `ValueError` (bad values, usage, query text),
+`TypeError` (an argument of the wrong type, an unknown keyword),
+`FileNotFoundError` (a missing input path), `KeyError` (an input bound to
+a type the pattern does not have).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+# ---------------------------------------------------------------- options in words
+
+# Every run option a message may name: its command-line flag → (its Python
+# keyword, how a value after the flag is read: a word of `values`, "int",
+# "size", "bool" (the flag takes none) or "name" (a column: only quoted)).
+# Flags of the command line alone (--output, --mode, --format, --limit,
+# --show, --master, …) are not here: they never reach Python.
+_ENUMS = {
+    "trends": ("complete", "maximal", "all"),
+    "strategy": ("local", "distributed"),
+    "sharing": ("copy", "blocks"),
+    "exact": ("decimal", "string"),
+    "kernel": ("index", "scan"),
+    "time_unit": ("s", "ms", "us", "ns"),
+}
+OPTION_FLAGS: dict[str, tuple[str, object]] = {
+    **{"--" + k.replace("_", "-"): (k, v) for k, v in _ENUMS.items()},
+    "--time-col": ("time_col", "name"),
+    "--id-col": ("id_col", "name"),
+    "--max-trends": ("max_trends", "int"),
+    "--max-windows": ("max_windows", "int"),
+    "--partitions": ("partitions", "int"),
+    "--memory-budget": ("memory_budget", "size"),
+    "--approx": ("approx", "bool"),
+    "--with-rows": ("with_rows", "bool"),
+    "--drop-invalid": ("drop_invalid", "bool"),
+}
+
+_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z-]*)")
+_PARAM = re.compile(r"--param (?:'?)([A-Za-z_]\w*)=(<value>|[^\s,;)']+)'?")
+_NUMBER = re.compile(r" (-?\d[\d,]*(?:\.\d+)?)(?![\w.])")
+_SIZE = re.compile(r" (\d[\d.]*[A-Za-z]*)\b")
+_QUOTED = re.compile(r" ('[^']*')")
+_WORD = re.compile(r" ([A-Za-z]+)\b")
+
+SURFACES = ("python", "cli", "repl")
+
+
+def flag(keyword: str) -> str:
+    """The command-line flag of a run option (`time_col` → `--time-col`)."""
+    return "--" + keyword.replace("_", "-")
+
+
+def spoken(text: str, surface: str = "python") -> str:
+    """`text`, written in the command line's words, as `surface` says it."""
+    if surface == "cli" or "--" not in text:
+        return text
+    if surface == "repl":
+        return re.sub(r"(?<![\w-])--(param|input|limit)\b", r":\1", text)
+    text = _PARAM.sub(lambda m: f'params={{"{m.group(1)}": {"…" if m.group(2) == "<value>" else m.group(2)}}}', text)
+    out, at = [], 0
+    for m in _FLAG.finditer(text):
+        if m.start() < at:
+            continue
+        word = m.group(1)
+        out.append(text[at : m.start()])
+        at = m.end()
+        if word == "--explain":
+            out.append("explain()")
+            continue
+        if word not in OPTION_FLAGS:
+            out.append(word)
+            continue
+        keyword, kind = OPTION_FLAGS[word]
+        rest = text[at:]
+        value = None
+        if kind == "bool":
+            value = "True"
+        elif (q := _QUOTED.match(rest)) is not None:
+            value, at = q.group(1), at + q.end()
+        elif kind == "int" and (n := _NUMBER.match(rest)) is not None:
+            value, at = n.group(1).replace(",", ""), at + n.end()
+        elif kind == "size" and (s := _SIZE.match(rest)) is not None:
+            value, at = f'"{s.group(1)}"', at + s.end()
+        elif isinstance(kind, tuple) and (w := _WORD.match(rest)) is not None and w.group(1).lower() in kind:
+            value, at = f'"{w.group(1).lower()}"', at + w.end()
+        if value is not None:
+            out.append(f"{keyword}={value}")
+        else:  # the option itself: its name as the subject of a sentence, else the keyword to give
+            out.append(keyword if not "".join(out).strip() else f"{keyword}=")
+    out.append(text[at:])
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- the classes
 
 
 @dataclass(frozen=True)
@@ -28,11 +128,25 @@ class CetqlError(Exception):
 
     exit_code = 1
 
-    def render(self) -> str:
-        return f"error: {self}"
+    def text(self, surface: str = "python") -> str:
+        """The message as `surface` says it (see `spoken`)."""
+        return spoken(Exception.__str__(self), surface)
+
+    def __str__(self) -> str:
+        return self.text("cli" if type(self).__module__.endswith(_WORKER_MODULE) else "python")
+
+    def render(self, surface: str = "cli") -> str:
+        return f"error: {self.text(surface)}"
 
 
-class QueryError(CetqlError):
+# Errors the kernels raise inside a Spark worker cross to the driver as the
+# text of a traceback, which `cetql.failures` hands to the command line as it
+# is: they keep the words messages are written in (`--max-trends`).  (Python
+# callers meet them inside PySpark's own PythonException.)
+_WORKER_MODULE = "planner.kernels.errors"
+
+
+class QueryError(CetqlError, ValueError):
     """The query text is wrong: a syntax error or a semantic one."""
 
     exit_code = 2
@@ -49,12 +163,14 @@ class QueryError(CetqlError):
             self.source = source
         return self
 
-    def __str__(self) -> str:
-        return f"{self.pos}: {self.message}" if self.pos else self.message
+    def text(self, surface: str = "python") -> str:
+        message = spoken(self.message, surface)
+        return f"{self.pos}: {message}" if self.pos else message
 
-    def render(self, filename: str | None = None) -> str:
+    def render(self, filename: str | None = None, surface: str = "cli") -> str:
         where = f"{self.pos}: " if self.pos else ""
-        head = f"{filename}:{where}{self.kind}: {self.message}" if filename else f"{self.kind}: {where}{self.message}"
+        message = spoken(self.message, surface)
+        head = f"{filename}:{where}{self.kind}: {message}" if filename else f"{self.kind}: {where}{message}"
         out = [head]
         if self.pos and self.source is not None:
             lines = self.source.splitlines() or [""]
@@ -76,19 +192,47 @@ class QuerySemanticError(QueryError):
     """The query parses but means nothing: unknown variable, bad index, …"""
 
 
-class SchemaError(CetqlError):
+class SchemaError(CetqlError, ValueError):
     """The data does not fit the query: a missing column, a wrong type."""
 
     exit_code = 2
 
 
-class UsageError(CetqlError):
-    """The command line is wrong: a missing file, conflicting options."""
+class UsageError(CetqlError, ValueError):
+    """The command line (or a Python call) is wrong: conflicting options, a
+    bad value."""
 
     exit_code = 2
 
 
-class ParameterError(CetqlError):
+class ArgumentTypeError(UsageError, TypeError):
+    """A Python argument of the wrong type, or a keyword nothing takes."""
+
+
+class InputNotFoundError(UsageError, FileNotFoundError):
+    """An input path that does not exist."""
+
+    def __init__(self, message: str, path: str | None = None):
+        super().__init__(message)
+        self.filename = path
+
+
+class UnknownTypeError(UsageError, KeyError):
+    """An input bound to an event type the pattern does not have."""
+
+
+class ParameterError(CetqlError, ValueError):
     """A query parameter is missing or malformed."""
 
     exit_code = 2
+
+
+def shared_keyed_event(v: str, other: str) -> str:
+    """The one message for an equivalence of one variable (`[v.k]`, split
+    into parts) where an event may be `v` and `other`: the planner's refusal
+    and the kernel's assertion (`planner.kernels.parts`) say the same."""
+    return (
+        f"an equivalence on the events of {v} alone needs events that can be nothing but {v}, and an event "
+        f"here may be {v} or {other}: bind the inputs to types that tell them apart, or write the "
+        "equivalence over every variable"
+    )

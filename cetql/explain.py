@@ -1,7 +1,9 @@
-"""`--explain`: the logical plan — the object that runs — in plain words for
-Spark users, then the predicates and the template; the AST only on request.
-`explain_text` is what `cetql compile --explain` prints and what
-`CompiledQuery.explain()` returns; `explain_json` the same facts as JSON.
+"""`--explain`: the logical plan in plain words for Spark users (each
+decision with its reason), then the physical plan that runs (what Spark and
+the kernels receive), the predicates and the template; the AST only on
+request.  `explain_text` is what `cetql compile --explain` prints and what
+`CompiledQuery.explain()` returns; `explain_json` the same facts as JSON,
+the physical plan in full (`planner.physical.data` reads it back).
 
 Plain text, one fact per line, no wrapping: it reads the same in a terminal,
 a pipe or a file.
@@ -14,7 +16,11 @@ from dataclasses import fields
 from decimal import Decimal
 
 from . import ast as A
+from .options import format_size
 from .planner.logical.plan import Aggregate, Decision, Detect, Filter, LogicalPlan, Partition, Scan, Windows
+from .planner.physical import plan as P
+from .planner.physical.data import to_data
+from .planner.physical.show import physical_lines
 from .planner.semantics import ir
 from .planner.semantics.template import Template, describe
 from .printer import to_text
@@ -46,7 +52,6 @@ def _inputs_text(scan: Scan) -> str:
 
 def plan_lines(plan: LogicalPlan) -> list[str]:
     """The operator tree, Scan first, in plain words."""
-    q = plan.query
     out: list[str] = []
 
     def op(name: str, first: str, *more: str) -> None:
@@ -72,18 +77,20 @@ def plan_lines(plan: LogicalPlan) -> list[str]:
         elif isinstance(node, Partition):
             first = f"block of {node.child.block} windows" if node.child.block else "window"
             keys = ", ".join([first, *[k.attr for k in node.keys]])
-            lines = [f"by ({keys}) — {node.reason}"]
+            lines = [f"by ({keys}) — {node.reason}", f"partitions: {node.partitions}"]
             if node.subkeys:
-                lines.append("sub-keys in the kernel: " + ", ".join(
-                    s.attr if s.position is None else f"{s.position}.{s.attr}" for s in node.subkeys))  # fmt: skip
+                lines.append("sub-keys in the kernel: " + ", ".join(s.attr for s in node.subkeys))
+            lines += [f"[{k.position}.{k.attr}]: {k.method}" for k in node.variable_keys]
             op("Partition", *lines)
         elif isinstance(node, Detect):
             lines = [f"trends: {node.trend_set}", f"strategy: {node.strategy}"]
             lines += _transition_lines(node.transitions, node.template)
             lines += [f"cross: {c.text} — {c.reason}" for c in node.cross]
             lines.append(f"guard: {node.guard}")
+            if node.prefilter is not None:
+                lines.append(f"pre-filter: {node.prefilter}")
             if node.memory is not None:
-                lines.append(f"memory: {node.memory}")
+                lines.append(f"memory: {format_size(node.memory.choice)} — {node.memory.reason}")
             lines.append(f"cost: {node.cost}")
             if node.with_rows:
                 lines.append("rows: each trend carries its events' input rows")
@@ -100,7 +107,6 @@ def plan_lines(plan: LogicalPlan) -> list[str]:
             lines += _transition_lines(node.transitions, node.template)
             lines.append(f"cost: {node.cost}")
             op("Aggregate", *lines)
-    del q
     return out
 
 
@@ -124,18 +130,23 @@ def predicate_lines(query: ir.BoundQuery) -> list[str]:
     return out or ["(none)"]
 
 
-def explain_text(compiled, *, ast: bool = False) -> str:
-    plan: LogicalPlan = compiled.plan
-    q = plan.query
+def _head(plan: LogicalPlan) -> str:
     root = plan.root
-    head = f"{q.kind.value} query over {root.trend_set.choice} trends"
-    if isinstance(root, Detect):
-        head += f", strategy {root.strategy.choice}"
-    else:
-        head += f", algorithm {root.algorithm.choice}"
-    lines = [head, "", "query:"]
+    how = f"strategy {root.strategy.choice.value}" if isinstance(root, Detect) else f"algorithm {root.algorithm.choice.value}"
+    return f"{plan.query.kind.value} query over {root.trend_set.choice.value} trends, {how}"
+
+
+def explain_text(compiled, *, ast: bool = False) -> str:
+    physical: P.PhysicalPlan = compiled.plan
+    plan = physical.logical
+    q = plan.query
+    lines = [_head(plan), "", "query:"]
     lines += ["  " + x for x in to_text(compiled.ast).splitlines()]
     lines += ["", "plan:"] + ["  " + x for x in plan_lines(plan)]
+    lines += ["", "physical plan:"] + ["  " + x for x in physical_lines(physical)]
+    if physical.assumed:
+        lines += ["", "assumed (not known when planning; the plan that runs is made for the real ones):"]
+        lines += ["  " + a for a in physical.assumed]
     lines += ["", "predicates:"] + ["  " + x for x in predicate_lines(q)]
     lines += ["", "template:"] + ["  " + x for x in describe(q.template)]
     if q.params:
@@ -150,11 +161,11 @@ def explain_text(compiled, *, ast: bool = False) -> str:
 
 
 def summary_text(compiled) -> str:
-    plan = compiled.plan
+    plan = compiled.plan.logical
     root = plan.root
-    how = f"strategy {root.strategy.choice}" if isinstance(root, Detect) else f"algorithm {root.algorithm.choice}"
+    how = f"strategy {root.strategy.choice.value}" if isinstance(root, Detect) else f"algorithm {root.algorithm.choice.value}"
     text = (
-        f"ok: {plan.query.kind.value} query over {root.trend_set.choice} trends, "
+        f"ok: {plan.query.kind.value} query over {root.trend_set.choice.value} trends, "
         f"{len(plan.query.predicates)} predicate(s), {how}"
     )
     if plan.query.unbound:
@@ -166,7 +177,10 @@ def summary_text(compiled) -> str:
 
 
 def _decision(d: Decision | None):
-    return None if d is None else {"choice": d.choice, "reason": d.reason}
+    if d is None:
+        return None
+    choice = d.choice.value if hasattr(d.choice, "value") else d.choice
+    return {"choice": choice, "reason": d.reason}
 
 
 def _jsonable(v):
@@ -199,7 +213,9 @@ def plan_data(plan: LogicalPlan) -> list[dict]:
                         "propagate": node.propagate, "shared_graph": node.shared_graph})  # fmt: skip
         elif isinstance(node, Partition):
             out.append({"op": "Partition", "keys": [k.attr for k in node.keys],
-                        "subkeys": [s.attr if s.position is None else f"{s.position}.{s.attr}" for s in node.subkeys],
+                        "subkeys": [s.attr for s in node.subkeys], "partitions": _decision(node.partitions),
+                        "variable_keys": [{"key": f"{k.position}.{k.attr}", "method": _decision(k.method)}
+                                          for k in node.variable_keys],
                         "reason": node.reason})  # fmt: skip
         else:
             d = {"op": type(node).__name__, "trend_set": _decision(node.trend_set),
@@ -208,7 +224,7 @@ def plan_data(plan: LogicalPlan) -> list[dict]:
                  "cost": node.cost}  # fmt: skip
             if isinstance(node, Detect):
                 d.update(strategy=_decision(node.strategy), guard=_decision(node.guard), memory=_decision(node.memory),
-                         memory_bytes=node.memory_bytes, max_edges=node.max_edges, batch_events=node.batch_events,
+                         max_edges=node.max_edges, batch_events=node.batch_events, prefilter=_decision(node.prefilter),
                          cross=[c.text for c in node.cross], with_rows=node.with_rows)  # fmt: skip
             else:
                 d.update(algorithm=_decision(node.algorithm), complete=_decision(node.complete),
@@ -219,13 +235,16 @@ def plan_data(plan: LogicalPlan) -> list[dict]:
 
 
 def explain_data(compiled) -> dict:
-    plan = compiled.plan
+    physical: P.PhysicalPlan = compiled.plan
+    plan = physical.logical
     q = plan.query
     return {
         "query": to_text(compiled.ast),
         "kind": q.kind.value,
         "trend_set": _decision(plan.root.trend_set),
         "plan": plan_data(plan),
+        "physical": to_data(physical),
+        "assumed": list(physical.assumed),
         "predicates": [
             {
                 "predicate": p.text,

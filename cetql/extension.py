@@ -17,16 +17,18 @@ import sys
 CONNECT = "pyspark.sql.connect.session"
 
 
-def cet(self, query: str, data=None, *, params: dict | None = None, **options):
+def cet(self, query: str, data=None, *, params: dict | None = None, **keywords):
     """`spark.cet(query, data, params={...}, time_col="ts", …)` → a lazy DataFrame.
 
-    `data`: a DataFrame, a path, a table/view name, or {type: …}; typed
-    inputs may also be keywords (`Check=df`).  Options as for
-    `CompiledQuery.run`."""
+    `data`: a DataFrame, a path, a table/view name, or {type: …}.  Keywords
+    are run options (`time_col`, `id_col`, `trends`, …; see `RunOptions`) or
+    typed inputs named after the pattern's types (`Check=df`); any other is
+    refused (`cetql.ArgumentTypeError`, a TypeError) with the closest valid
+    name, as `CompiledQuery.run` does."""
     # lazy: `import cetql` must not load the compiler and Spark's DataFrame layer
     from .query import compile
 
-    return compile(query, params).run(data, spark=self, **options)
+    return compile(query, params).run(data, spark=self, **keywords)
 
 
 def _patch(cls) -> None:

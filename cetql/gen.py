@@ -21,22 +21,24 @@ streams) and `id`, a long unique across all types of the scenario — except
 `stock`, where `id` is the company, as ABI's query Q2 reads it (`[id]`), and
 the event id is `eid`.  See examples/README.md for what each scenario holds.
 
-An existing PATH is never replaced unless mode="overwrite"; then the data is
-written beside it and moved into place only once the Spark job succeeded.
+PATH goes through the one output resolver (`cetql.output`): never the working
+folder, the home folder or a folder above them; an existing PATH is never
+replaced unless mode="overwrite"; missing parent folders are made.  The data
+is written beside PATH and moved into place only once the Spark job
+succeeded (a failure, Ctrl-C or SIGTERM leaves nothing behind).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import operator
-import os
-import shutil
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
+from .output import resolve_output, staged
 
 N = "n"  # the event number, from spark.range
 MASK53 = (1 << 53) - 1
@@ -448,13 +450,23 @@ def id_col(scenario: str) -> str:
 # ---------------------------------------------------------------- writing
 
 
-def _check_target(path: Path, mode: str) -> None:
+def _target(path, mode: str):
+    """Where gen may write (the one output resolver: never the working
+    folder, the home folder or an existing path unless mode='overwrite')."""
     if mode not in ("error", "overwrite"):
         raise UsageError(f"unknown mode '{mode}'; expected error or overwrite")
-    if path.exists() and mode != "overwrite":
-        raise UsageError(
-            f"'{path}' already exists; pass --mode overwrite (mode='overwrite') to replace it, or choose another path"
-        )
+    return resolve_output(path, mode, writer="gen", make_parents=True)
+
+
+def _make_parents(folder: Path) -> list[Path]:
+    """Make `folder` and the folders above it that are missing: those made."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for f in reversed(missing):
+        f.mkdir(exist_ok=True)
+    return list(reversed(missing))
 
 
 def _rows(folder: Path) -> int:
@@ -496,50 +508,41 @@ def generate(
     "message"}.  `partitions` sets the number of `spark.range` partitions (the
     data does not depend on it)."""
     shown = Path(path)
-    target = shown.absolute()  # Spark resolves relative paths against its own working folder
-    _check_target(target, mode)
+    target = _target(path, mode)
     dfs = frames(scenario, events, seed=seed, spark=spark, partitions=partitions)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex[:8]}")
+    made = _make_parents(target.path.parent)
     counts: dict[str, int] = {}
     spark = next(iter(dfs.values())).sparkSession
     ts_type = spark.conf.get("spark.sql.parquet.outputTimestampType", None)
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")  # not the legacy INT96
     try:
-        if None in dfs:
-            dfs[None].write.parquet(str(tmp))
-            counts[scenario] = _rows(tmp)
-        else:
-            tmp.mkdir()
-            parent = getattr(dfs, "parent", None)
-            if parent is not None:  # computed once, read once per type
-                parent.persist()
-            try:
-                for type_name, df in dfs.items():
-                    df.write.parquet(str(tmp / type_name))
-                    counts[type_name] = _rows(tmp / type_name)
-            finally:
-                if parent is not None:
-                    parent.unpersist()
-        _check_target(target, mode)  # it may have appeared while Spark wrote
-        if target.exists():
-            old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex[:8]}")
-            os.replace(target, old)
-            try:
-                os.replace(tmp, target)
-            except BaseException:
-                os.replace(old, target)  # put the old data back
-                raise
-            shutil.rmtree(old) if old.is_dir() else old.unlink()
-        else:
-            os.replace(tmp, target)
+        with staged(target, spark) as stage:
+            tmp = stage.path
+            if None in dfs:
+                dfs[None].write.parquet(str(tmp))
+                counts[scenario] = _rows(tmp)
+            else:
+                tmp.mkdir()
+                parent = getattr(dfs, "parent", None)
+                if parent is not None:  # computed once, read once per type
+                    parent.persist()
+                try:
+                    for type_name, df in dfs.items():
+                        df.write.parquet(str(tmp / type_name))
+                        counts[type_name] = _rows(tmp / type_name)
+                finally:
+                    if parent is not None:
+                        parent.unpersist()
+    except BaseException:
+        for folder in reversed(made):  # the folders made for it, while still empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     finally:
         if ts_type is None:
             spark.conf.unset("spark.sql.parquet.outputTimestampType")
         else:
             spark.conf.set("spark.sql.parquet.outputTimestampType", ts_type)
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     total = sum(counts.values())
     types = ", ".join(f"{k} {v:,}" for k, v in counts.items())
     message = f"wrote {total:,} events to {shown} (types {types})"
@@ -585,7 +588,7 @@ def _cmd_gen(args) -> int:
     events = args.events if args.events is not None else SCENARIOS[args.scenario].default_events
     if events < 1:
         raise UsageError(f"--events must be positive, not {events}")
-    _check_target(Path(args.output), args.mode)  # before starting Spark
+    _target(args.output, args.mode)  # refused before Spark starts
     spark = get_spark(args.master)
     result = generate(args.scenario, events, args.output, seed=args.seed, spark=spark, mode=args.mode)
     print(result["message"])

@@ -8,11 +8,12 @@ the errors, so every stage (semantics, logical, Spark, kernels) may import it.
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
-from .errors import UsageError
+from .errors import ArgumentTypeError, UsageError, flag
 
 
 class TrendSet(StrEnum):
@@ -96,6 +97,7 @@ class Completeness(StrEnum):
 
 
 DEFAULT_MAX_TRENDS = 10_000_000
+DEFAULT_MAX_WINDOWS = 100_000  # windows one event may fall in (WITHIN / SLIDE)
 
 # Memory of one detection group beyond its events (--memory-budget): half
 # for the graph's stored edges, half for the output batch being filled.
@@ -113,8 +115,8 @@ def parse_size(value, what: str = "memory budget", bare: str = "b") -> int:
     """Bytes from `512m`, `2g`, `1.5g`, `65536` (Spark's spelling: k, m, g,
     t, p; binary units).  A bare number is in `bare` units: bytes for
     --memory-budget, MiB for Spark's memory settings (as Spark reads them)."""
-    if isinstance(value, bool):
-        raise UsageError(f"{what} must be a size such as 512m or 2g, not {value!r}")
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ArgumentTypeError(f"{what} must be a size such as 512m or 2g, not {value!r}")
     if isinstance(value, int):
         size = value
     else:
@@ -146,30 +148,33 @@ def format_size(size: int) -> str:
 TIME_UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
-def _enum(cls, value, what: str):
+def _enum(cls, value, keyword: str, what: str):
     if value is None or isinstance(value, cls):
         return value
-    if isinstance(value, str):
-        for member in cls:
-            if value.strip().lower() == member.value.lower():
-                return member
     choices = ", ".join(m.value.lower() for m in cls)
-    raise UsageError(f"unknown {what} {value!r}; expected one of {choices}")
+    if not isinstance(value, str):
+        raise ArgumentTypeError(f"{keyword} must be a string ({choices}), not {value!r}")
+    for member in cls:
+        if value.strip().lower() == member.value.lower():
+            return member
+    raise UsageError(f"{flag(keyword)} {value!r}: unknown {what}; expected one of {choices}")
 
 
-def _count(value, what: str, *, allow_zero: bool) -> int | None:
+def _count(value, keyword: str, *, allow_zero: bool) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ArgumentTypeError(f"{keyword} must be a whole number, not {value!r}")
+    if not isinstance(value, int):
         try:
             as_float = float(value)
-        except (TypeError, ValueError):
-            raise UsageError(f"{what} must be a whole number, not {value!r}") from None
+        except ValueError:
+            raise UsageError(f"{flag(keyword)} {value!r}: must be a whole number") from None
         if not math.isfinite(as_float) or as_float != int(as_float):
-            raise UsageError(f"{what} must be a whole number, not {value!r}")
+            raise UsageError(f"{flag(keyword)} {value!r}: must be a whole number")
         value = int(as_float)
     if value < 0 or (value == 0 and not allow_zero):
-        raise UsageError(f"{what} must be {'zero or ' if allow_zero else ''}positive, not {value}")
+        raise UsageError(f"{flag(keyword)} {value}: must be {'zero or ' if allow_zero else ''}positive")
     return value
 
 
@@ -189,6 +194,7 @@ class RunOptions:
     with_rows: bool = False
     partitions: int | None = None
     max_trends: int = DEFAULT_MAX_TRENDS  # per (window, group); 0: no limit
+    max_windows: int = DEFAULT_MAX_WINDOWS  # windows an event may fall in; 0: no limit
     time_col: str = "ts"
     time_unit: str = "s"  # what one unit of a numeric time column is: s, ms, us or ns
     id_col: str | None = None
@@ -197,41 +203,64 @@ class RunOptions:
 
     @classmethod
     def of(cls, options: RunOptions | None = None, **keywords) -> RunOptions:
-        """Validate keywords (Python spellings or CLI strings) into options,
-        on top of `options`.  Unknown keywords and bad values are a
-        `UsageError` naming them."""
+        """Validate keywords (Python values or the CLI's strings) into
+        options, on top of `options`.  An unknown keyword is an
+        `ArgumentTypeError` (a TypeError) naming the closest option; a value
+        of the wrong type one too; a bad value a `UsageError` (a ValueError)."""
+        if options is not None and not isinstance(options, RunOptions):
+            raise ArgumentTypeError(f"options must be a cetql.RunOptions, not {type(options).__name__}")
         base = options or cls()
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(keywords) - names)
-        if unknown:
-            raise UsageError(f"unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+        names = option_names()
+        for k in keywords:
+            if k not in names:
+                raise ArgumentTypeError(unknown_keyword(k, names))
         given = {k: v for k, v in keywords.items() if v is not None or k in ("trends", "strategy", "sharing", "id_col")}
-        if "trends" in given:
-            given["trends"] = _enum(TrendSet, given["trends"], "trend set")
-        if "strategy" in given:
-            given["strategy"] = _enum(Strategy, given["strategy"], "strategy")
-        if "sharing" in given:
-            given["sharing"] = _enum(Sharing, given["sharing"], "window sharing")
-        if "exact" in given:
-            given["exact"] = _enum(Exact, given["exact"], "exact mode")
-        if "kernel" in given:
-            given["kernel"] = _enum(Kernel, given["kernel"], "kernel")
-        for flag in ("approx", "with_rows", "drop_invalid"):
-            if flag in given and not isinstance(given[flag], bool):
-                raise UsageError(f"{flag} must be True or False, not {given[flag]!r}")
+        for k, what in (("trends", "trend set"), ("strategy", "strategy"), ("sharing", "window sharing"),
+                        ("exact", "exact mode"), ("kernel", "kernel")):  # fmt: skip
+            if k in given:
+                given[k] = _enum(_ENUM_OF[k], given[k], k, what)
+        for k in ("approx", "with_rows", "drop_invalid"):
+            if k in given and not isinstance(given[k], bool):
+                raise ArgumentTypeError(f"{k} must be True or False, not {given[k]!r}")
         if "partitions" in given:
             given["partitions"] = _count(given["partitions"], "partitions", allow_zero=False)
         if "max_trends" in given:
             given["max_trends"] = _count(given["max_trends"], "max_trends", allow_zero=True)
+        if "max_windows" in given:
+            given["max_windows"] = _count(given["max_windows"], "max_windows", allow_zero=True)
         if "memory_budget" in given:
             given["memory_budget"] = parse_size(given["memory_budget"])
         if "time_unit" in given:
-            unit = str(given["time_unit"]).strip().lower()
+            if not isinstance(given["time_unit"], str):
+                raise ArgumentTypeError(f"time_unit must be a string ({', '.join(TIME_UNITS)}), not {given['time_unit']!r}")
+            unit = given["time_unit"].strip().lower()
             if unit not in TIME_UNITS:
-                raise UsageError(f"unknown time unit {given['time_unit']!r}; expected one of {', '.join(TIME_UNITS)}")
+                raise UsageError(f"--time-unit {given['time_unit']!r}: expected one of {', '.join(TIME_UNITS)}")
             given["time_unit"] = unit
         for col in ("time_col", "id_col"):
             if col in given and given[col] is not None:
-                if not isinstance(given[col], str) or not given[col].strip():
-                    raise UsageError(f"{col} must be a column name, not {given[col]!r}")
+                if not isinstance(given[col], str):
+                    raise ArgumentTypeError(f"{col} must be a column name (a string), not {given[col]!r}")
+                if not given[col].strip():
+                    raise UsageError(f"{flag(col)} must name a column, not {given[col]!r}")
         return replace(base, **given)
+
+
+_ENUM_OF = {"trends": TrendSet, "strategy": Strategy, "sharing": Sharing, "exact": Exact, "kernel": Kernel}
+
+
+def option_names() -> tuple[str, ...]:
+    """The keywords `RunOptions.of` takes, in the order they are declared."""
+    return tuple(f.name for f in fields(RunOptions))
+
+
+def unknown_keyword(name: str, options, types=()) -> str:
+    """'unknown keyword …' with the closest valid one (difflib) and every
+    valid one: the run options, and the pattern's types where typed inputs
+    may be keywords too."""
+    near = difflib.get_close_matches(name, [*options, *types], n=1, cutoff=0.6)
+    text = f"unknown keyword '{name}'" + (f" (did you mean '{near[0]}'?)" if near else "")
+    text += f"; run options: {', '.join(options)}"
+    if types:
+        text += f"; typed inputs, by the pattern's types: {', '.join(types)}"
+    return text

@@ -1,28 +1,35 @@
 """`cetql.compile(text)` and what it returns.
 
-    text ─parse→ AST ─bind→ BoundQuery ─rules→ LogicalPlan ─Spark compiler→ DataFrame
+    text ─parse→ AST ─plan(compiled, inputs, resources)→ PhysicalPlan ─Spark compiler→ DataFrame
 
-`compile` runs the pure stages and keeps their results; `CompiledQuery.run`
-binds the query to its inputs (their columns and types), plans again with
-what is now known (the same pure functions, so `--explain --input` shows the
-plan that runs), and builds the lazy DataFrame.
+`compile` parses and plans with what is known (refusing, before any data is
+read, what the query makes impossible); `CompiledQuery.run` binds the query
+to its inputs, plans again with their columns and the session's resources —
+through the same `plan` function, so `explain()` given the same inputs and
+resources shows the plan that runs — and builds the lazy DataFrame.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from pathlib import Path
+
+from pyspark.sql import DataFrame
 
 from . import ast as A
-from .errors import QueryError
+from .errors import ArgumentTypeError, InputNotFoundError, QueryError, UnknownTypeError, UsageError, spoken
 from .explain import explain_json, explain_text
-from .options import RunOptions
+from .options import RunOptions, option_names, unknown_keyword
 from .parser import parse
-from .planner.logical.build import build
-from .planner.logical.plan import Inputs, LogicalPlan
+from .planner.logical.plan import Inputs, Resources
+from .planner.physical.plan import PhysicalPlan
+from .planner.planning import plan
 from .planner.semantics import ir
 from .planner.semantics.bind import bind, check_params
 from .planner.semantics.schema import Schema
-from .runtime import Execution, execute
+from .planner.spark.reader import is_path
+from .runtime import Execution, default_resources, execute
 
 
 def compile(  # noqa: A001 - the public name users expect
@@ -33,34 +40,41 @@ def compile(  # noqa: A001 - the public name users expect
     options: RunOptions | None = None,
     strict_params: bool = False,
     inputs: Inputs | None = None,
+    resources: Resources | None = None,
     **keywords,
 ) -> CompiledQuery:
     """Compile query text into a plan.  Parameters missing from `params` are
     listed in `query.unbound` (and refused when it runs) unless
     `strict_params` makes them an error now.  Keywords are run options
     (`trends=`, `strategy=`, `time_col=`, …; see `RunOptions`): what they
-    make impossible is refused here, before any data is read."""
+    make impossible is refused here, before any data is read.  Without
+    `inputs` and `resources`, the plan assumes them (`explain()` says what)."""
+    if not isinstance(text, str):
+        raise ArgumentTypeError(f"the query must be text (a str), not {type(text).__name__}")
     options = RunOptions.of(options, **keywords)
-    params = check_params(dict(params or {}))
-    ast = parse(text)
+    params = check_params(_param_dict(params))
     if inputs is None and schema is not None:
         inputs = Inputs(schema=schema)
-    try:
-        query = bind(ast, params, schema, strict_params=strict_params, time_col=options.time_col)
-        plan = build(query, options, inputs)
-    except QueryError as e:
-        raise e.with_source(text) from None
-    return CompiledQuery(text, ast, query, plan, tuple(sorted(params.items())), options)
+    compiled = CompiledQuery(text, parse(text), tuple(sorted(params.items())), options)
+    return compiled.planned(inputs, resources, strict_params=strict_params)
 
 
 @dataclass(frozen=True)
 class CompiledQuery:
     source: str
     ast: A.Query
-    query: ir.BoundQuery
-    plan: LogicalPlan
     params: tuple[tuple[str, object], ...] = ()
     options: RunOptions = field(default_factory=RunOptions)
+    plan: PhysicalPlan | None = None  # planned for the inputs and resources given to `compile` (or assumed)
+
+    def planned(self, inputs: Inputs | None = None, resources: Resources | None = None, *,
+                strict_params: bool = True) -> CompiledQuery:  # fmt: skip
+        """This query planned for these inputs and resources (the one `plan` function)."""
+        return replace(self, plan=plan(self, inputs, resources or default_resources(), strict_params=strict_params))
+
+    @property
+    def query(self) -> ir.BoundQuery:
+        return self.plan.logical.query
 
     @property
     def kind(self) -> str:
@@ -68,16 +82,24 @@ class CompiledQuery:
 
     @property
     def trend_set(self) -> str:
-        return self.plan.root.trend_set.choice
+        return self.plan.logical.root.trend_set.choice.value
 
     @property
     def predicates(self) -> tuple[ir.Predicate, ...]:
         return self.query.predicates
 
-    def explain(self, format: str = "text") -> str:  # noqa: A002 - the CLI's word
-        """The plan as `cetql compile --explain` prints it (format "text"),
-        or as JSON ("json")."""
-        return explain_json(self) if format == "json" else explain_text(self)
+    def explain(self, format: str = "text", *, as_string: bool = False) -> str | None:  # noqa: A002 - the CLI's word
+        """Print the plan, as `DataFrame.explain()` does (and return None):
+        as `cetql compile --explain` shows it (format "text"), or as JSON
+        ("json").  `as_string=True` returns the text instead of printing it.
+        Options are named as Python spells them (`trends="maximal"`)."""
+        if format not in ("text", "json"):
+            raise UsageError(f"explain format must be 'text' or 'json', not {format!r}")
+        text = explain_json(self) if format == "json" else spoken(explain_text(self), "python")
+        if as_string:
+            return text
+        print(text)
+        return None
 
     def execution(self, data=None, *, spark=None, params: dict | None = None, options: RunOptions | None = None,
                   **keywords) -> Execution:  # fmt: skip
@@ -85,12 +107,35 @@ class CompiledQuery:
 
         `data`: a DataFrame, a path (CSV/Parquet/JSON lines, file or folder)
         or a table/view name for a single-type stream, or a dict
-        {type name: one of those}; typed inputs may also be keywords
-        (`Check=df`).  Other keywords are run options (see `RunOptions`)."""
-        typed = {k: keywords.pop(k) for k in list(keywords) if k not in _OPTION_NAMES}
-        opts = RunOptions.of(options or self.options, **keywords)
-        merged = {**dict(self.params), **check_params(dict(params or {}))}
-        return execute(self, data, typed, spark=spark, params=merged, options=opts)
+        {type name: one of those}; typed inputs may also be keywords named
+        after the pattern's types (`Check=df`).  Other keywords are run
+        options (see `RunOptions`); anything else is refused by name.  A
+        path that does not exist is refused before Spark is asked."""
+        types = self.types
+        typed, opts = {}, {}
+        for k, v in keywords.items():
+            if k in _OPTION_NAMES:
+                opts[k] = v
+            elif k in types:
+                typed[k] = v
+            else:
+                raise ArgumentTypeError(unknown_keyword(k, option_names(), types))
+        opts = RunOptions.of(options or self.options, **opts)
+        merged = {**dict(self.params), **check_params(_param_dict(params))}
+        if set(self.query.unbound) - set(merged):  # refused now, before Spark reads anything
+            try:
+                bind(self.ast, merged, None, strict_params=True, time_col=opts.time_col)
+            except QueryError as e:
+                raise e.with_source(self.source) from None
+        check_inputs(data, types)
+        check_inputs(typed, types)
+        bound = replace(self, params=tuple(sorted(merged.items())), options=opts)
+        return execute(bound, data, typed, spark=spark, options=opts)
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        """The event types of the pattern, sorted: the names typed inputs take."""
+        return tuple(sorted({p.type for p in self.query.positions.values()}))
 
     def run(self, data=None, *, spark=None, params: dict | None = None, options: RunOptions | None = None,
             **keywords):  # fmt: skip
@@ -98,4 +143,38 @@ class CompiledQuery:
         return self.execution(data, spark=spark, params=params, options=options, **keywords).dataframe
 
 
-_OPTION_NAMES = set(RunOptions.__dataclass_fields__)
+_OPTION_NAMES = set(option_names())
+
+
+def _param_dict(params) -> dict:
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise ArgumentTypeError(f"params must be a dict of name → value, not {type(params).__name__}")
+    for k, v in params.items():
+        if not isinstance(k, str):
+            raise ArgumentTypeError(f"params: a parameter's name is a string, not {k!r}")
+        if not isinstance(v, (bool, int, float, Decimal, str)):
+            raise ArgumentTypeError(f"params: {k}={v!r} is a {type(v).__name__}; give a number, a string or a boolean")
+    return dict(params)
+
+
+def check_inputs(data, types: tuple[str, ...] | None = None) -> None:
+    """Refuse, without Spark, inputs that cannot be read: one bound to a type
+    the pattern does not have (`data` a dict {type: input}; KeyError), a
+    value that is no DataFrame, path or table name (TypeError), and a path
+    that does not exist where the text cannot be a table name either — it
+    has a `/` or a file extension such as `.csv` (FileNotFoundError)."""
+    given = dict(data) if isinstance(data, dict) else ({None: data} if data is not None else {})
+    unknown = sorted(str(k) for k in given if k is not None and types is not None and k not in types)
+    if unknown:
+        raise UnknownTypeError(f"input bound to type(s) {', '.join(unknown)} that the pattern does not use "
+                               f"(its types: {', '.join(types)})")  # fmt: skip
+    for name, value in given.items():
+        where = f"input {name}" if name else "the input"
+        if isinstance(value, (str, Path)):
+            text = str(value)
+            if not Path(text).exists() and is_path(text):
+                raise InputNotFoundError(f"input '{text}' does not exist", text)
+        elif not isinstance(value, DataFrame):
+            raise ArgumentTypeError(f"{where} is a {type(value).__name__}; give a DataFrame, a path or a table name")

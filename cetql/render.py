@@ -3,11 +3,14 @@
     table  on a terminal: the first rows, sorted by window, group and first
            event, each trend shown as the chain of its events' attribute
            values (`acct23 → acct04 → acct15` for kiting), and a summary line
-    csv    when piped (or asked): every row, a header, lists joined with `;`
+    csv    when not on a terminal (or asked): every row (unless --limit
+           says otherwise), a header, lists joined with `;`, lines ending
+           in `\n`
     json   JSON lines
 
 The summary (trends, distinct trends across windows, by length) goes under
-the table, or to standard error for csv/json so standard output stays data.
+the table, or to standard error for csv/json so standard output stays data;
+it says when rows were left out.  Rows are streamed, never collected whole.
 """
 
 from __future__ import annotations
@@ -103,11 +106,16 @@ def _plain(v):
 
 def summary(df, kind: str) -> str:
     """One line: how many rows/trends, distinct across windows, by length."""
+    return _summary(df, kind)[0]
+
+
+def _summary(df, kind: str) -> tuple[str, int]:
+    """(the summary line, the number of rows)."""
     from pyspark.sql import functions as F
 
     if kind != "detection":
         n = df.count()
-        return f"{n:,} row{'s' if n != 1 else ''}"
+        return f"{n:,} row{'s' if n != 1 else ''}", n
     by_length = df.groupBy("length").agg(F.count(F.lit(1)).alias("n"), F.countDistinct("events").alias("d")).collect()
     total = sum(r["n"] for r in by_length)
     distinct = sum(r["d"] for r in by_length)
@@ -115,44 +123,87 @@ def summary(df, kind: str) -> str:
     text = f"{total:,} trend{'s' if total != 1 else ''}"
     if total:
         text += f"; {distinct:,} distinct across windows; by length {parts}"
-    return text
+    return text, total
 
 
-def print_result(execution, *, limit: int | None, fmt: str | None, show=None, stream=sys.stdout) -> None:
+TABLE_BATCH = 1000  # rows per table when a terminal is asked for every row (--limit 0): never all in memory
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def print_result(execution, *, limit: int | None, fmt: str | None, show=None, stream=None) -> None:
+    """Print the result on `stream` (standard output by default).
+
+    On a terminal: a table (`fmt` None) of the first `limit` rows (None: 20;
+    0: all), then the summary, which says how many were shown.  Elsewhere (a
+    pipe, a file): CSV (`fmt` None) or JSON lines of every row (`limit`
+    None or 0; a positive `limit` cuts, and the summary on standard error
+    says so).  Rows are streamed from Spark (`toLocalIterator`, or bounded
+    by `limit`), never collected whole; CSV lines end in `\n`."""
+    stream = stream if stream is not None else sys.stdout
     df = execution.dataframe
     kind = execution.plan.kind.value
+    terminal = _isatty(stream)
     if fmt in (None, "parquet"):
-        fmt = "table" if stream.isatty() else "csv"
+        fmt = "table" if terminal else "csv"
+    if limit is None:
+        limit = 20 if terminal else 0
     ordered = df.orderBy(*_sort_columns(df, kind))
+    chosen = ordered.limit(limit) if limit else ordered
     if fmt == "table":
-        n = 20 if limit is None else limit
-        rows = (ordered.limit(n) if n else ordered).collect()
         chain = None
         if kind == "detection":
-            chain = ("values", tuple(show)) if show else default_chain(execution.plan)
-        _table(execution, df, rows, chain, summary(df, kind), stream)
+            chain = ("values", tuple(show)) if show else default_chain(execution.plan.logical)
+        _print_tables(execution, df, chosen, limit, kind, chain, stream)
         return
-    rows_iter = (ordered.limit(limit) if limit else ordered).toLocalIterator()
+    columns = df.columns
+    written = 0
     if fmt == "csv":
-        w = csv.writer(stream)
-        w.writerow(df.columns)
-        for r in rows_iter:
-            w.writerow([_cell(r[c]) for c in df.columns])
+        w = csv.writer(stream, lineterminator="\n")
+        w.writerow(columns)
+        for r in chosen.toLocalIterator():
+            w.writerow([_cell(r[c]) for c in columns])
+            written += 1
     else:
-        for r in rows_iter:
-            stream.write(json.dumps({c: _plain(r[c]) for c in df.columns}, default=str) + "\n")
+        for r in chosen.toLocalIterator():
+            stream.write(json.dumps({c: _plain(r[c]) for c in columns}, default=str) + "\n")
+            written += 1
     stream.flush()
-    print(summary(df, kind), file=sys.stderr)
+    line, total = _summary(df, kind)
+    print(line + (f" (first {written:,} written, as --limit {limit} asks)" if written < total else ""), file=sys.stderr)
 
 
-def _table(execution, df, rows, chain, summary_line: str, stream) -> None:
+def _print_tables(execution, df, chosen, limit: int, kind: str, chain, stream) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console = Console(file=stream, soft_wrap=False, highlight=False)
-    chains: dict = {}
-    if chain is not None and rows:
-        chains = _chains(execution, rows, chain)
+    if limit:  # at most `limit` rows: one table
+        rows = chosen.collect()
+        line, total = _summary(df, kind)
+        chains = _chains(execution, rows, chain) if chain is not None and rows else {}
+        console.print(_table(df, rows, chains))
+        console.print(line + (f" (first {len(rows):,} shown)" if len(rows) < total else ""))
+        return
+    batch: list = []
+    printed = False
+    for r in chosen.toLocalIterator():
+        batch.append(r)
+        if len(batch) == TABLE_BATCH:
+            console.print(_table(df, batch, _chains(execution, batch, chain) if chain is not None else {}))
+            batch, printed = [], True
+    if batch or not printed:  # the last rows, or the header of an empty result
+        console.print(_table(df, batch, _chains(execution, batch, chain) if chain is not None and batch else {}))
+    console.print(_summary(df, kind)[0])
+
+
+def _table(df, rows, chains: dict):
+    from rich.table import Table
+
     table = Table(show_lines=False)
     columns = [c for c in df.columns if c != "rows"]
     if chains:
@@ -173,15 +224,7 @@ def _table(execution, df, rows, chain, summary_line: str, stream) -> None:
         if "rows" in df.columns:
             cells.append(_rows_table(r["rows"]))
         table.add_row(*cells)
-    console.print(table)
-    console.print(summary_line + (f" (first {len(rows):,} shown)" if rows and len(rows) < _count_hint(summary_line) else ""))
-
-
-def _count_hint(line: str) -> int:
-    try:
-        return int(line.split(" ", 1)[0].replace(",", ""))
-    except ValueError:
-        return 0
+    return table
 
 
 def _rows_table(rows):

@@ -28,17 +28,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .arguments import parse_inputs, parse_params
-from .errors import CetqlError, QueryError, UsageError
+from .errors import CetqlError, QueryError, UsageError, spoken
 from .explain import explain_text
 from .failures import describe
 from .options import OutputFormat, OutputMode, RunOptions
-from .output import check_target, write
+from .output import FILE, FOLDER, resolve_output, write
 from .planner.semantics.bind import parse_param
 from .planner.spark.compiler import diagnose_invalid
 from .progress import progress
 from .query import compile
 from .render import print_result
-from .runtime import describe_paths, read_input
+from .runtime import default_resources, describe_paths, read_input, session_resources
 from .session import get_spark, is_connect
 
 KEYWORDS = (
@@ -55,7 +55,9 @@ A query ends with ';' or a blank line.  Commands:
   :schema              the inputs' columns and types
   :explain [QUERY]     the plan of QUERY (default: the last query), as `cetql compile --explain`
   :load FILE           run the query in FILE
-  :save PATH           write the last result to PATH (.csv, .json or a Parquet folder); never replaces
+  :save PATH [overwrite]
+                       write the last result to PATH: one CSV or JSON-lines file for .csv or .json,
+                       else a Parquet folder; an existing PATH is kept unless 'overwrite' is given
   :limit N             rows to print (default 20; 0: all)
   :help                this text
   :quit                leave (also Ctrl-D)
@@ -97,6 +99,7 @@ class Shell:
     err: object = sys.stderr
     last_query: str | None = None
     last_execution: object = None
+    last_file: str | None = None  # the query file last :load-ed: never a :save target
     _spark: object = None
     _starting: Future | None = None
     _columns: tuple[str, ...] = ()
@@ -160,9 +163,9 @@ class Shell:
                 return self.command(text)
             self.run_query(text.rstrip(";").rstrip())
         except QueryError as e:
-            self.complain(e.render())
+            self.complain(e.render(surface="repl"))
         except CetqlError as e:
-            self.complain(e.render())
+            self.complain(e.render(surface="repl"))
         except RecursionError:
             self.complain("syntax error: the query nests too deeply (parentheses or patterns); simplify it")
         except KeyboardInterrupt:
@@ -263,13 +266,20 @@ class Shell:
         return read_input(self.spark, value).df
 
     def compiled(self, text: str):
-        return compile(text, self.params, options=self.options, inputs=self._known(), strict_params=True)
+        """The query planned for the REPL's inputs (as far as known without
+        Spark) and its session's resources — what :explain shows; running it
+        plans again, through the same function, with the inputs as read."""
+        return compile(text, self.params, options=self.options, inputs=self._known(), resources=self._resources(),
+                       strict_params=True)  # fmt: skip
+
+    def _resources(self):
+        return session_resources(self._spark) if self._spark is not None else default_resources()
 
     def explain(self, text: str | None) -> None:
         text = text or self.last_query
         if text is None:
             raise UsageError(":explain needs a query, or a query run before it")
-        self.say(explain_text(self.compiled(text)))
+        self.say(spoken(explain_text(self.compiled(text)), "repl"))
 
     def load(self, rest: str) -> None:
         if not rest:
@@ -281,6 +291,7 @@ class Shell:
             text = path.read_text(encoding="utf-8-sig")
         except UnicodeDecodeError:
             raise UsageError(f"query file '{rest}' is not UTF-8 text; save it as UTF-8") from None
+        self.last_file = str(path)
         self.run_query(text.strip().rstrip(";"))
 
     def run_query(self, text: str) -> None:
@@ -291,9 +302,10 @@ class Shell:
         spark = self.spark
         execution = None
         try:
-            with progress(spark, "running", stream=self.err):
-                execution = compiled.execution(self.data, spark=spark, options=self.options, **self.typed)
-                print_result(execution, limit=self.limit, fmt="table", stream=self.out)
+            with progress(spark, "running", stream=self.err) as shown:
+                execution = compiled.execution(self.data if self.data is not None else self.typed, spark=spark,
+                                               options=self.options)
+                print_result(execution, limit=self.limit, fmt="table", stream=shown.guard(self.out))
         except (CetqlError, KeyboardInterrupt):
             raise
         except Exception as e:
@@ -302,21 +314,31 @@ class Shell:
         self.say(f"answered in {time.monotonic() - started:.2f} s")
 
     def save(self, rest: str) -> None:
+        """`:save PATH [overwrite]`: the last result as one CSV or JSON-lines
+        file (PATH ending in .csv or .json) or a Parquet folder."""
         if self.last_execution is None:
             raise UsageError(":save writes the last result: run a query first")
-        if not rest:
-            raise UsageError(":save needs a path (.csv, .json, or a folder for Parquet)")
-        suffix = Path(rest).suffix.lower().lstrip(".")
+        try:
+            words = shlex.split(rest)
+        except ValueError as e:
+            raise UsageError(f":save: {e}; quote a path with spaces") from None
+        if not words or len(words) > 2 or (len(words) == 2 and words[1].lower() != "overwrite"):
+            raise UsageError(":save PATH [overwrite]: PATH ending in .csv or .json (one file) or a folder for Parquet; "
+                             "'overwrite' replaces what is there")  # fmt: skip
+        path = words[0]
+        suffix = Path(path).suffix.lower().lstrip(".")
         fmt = OutputFormat(suffix) if suffix in ("csv", "json", "parquet") else OutputFormat.PARQUET
         inputs = [v for v in ([self.data] if self.data else self.typed.values())]
-        check_target(rest, OutputMode.ERROR, inputs)
+        target = resolve_output(path, OutputMode.OVERWRITE if len(words) == 2 else OutputMode.ERROR, inputs=inputs,
+                                query_file=self.last_file, kind=FOLDER if fmt == OutputFormat.PARQUET else FILE,
+                                fmt=fmt, writer="save", notify=self.complain)  # fmt: skip
         try:
-            rows = write(self.last_execution.dataframe, rest, fmt, OutputMode.ERROR, inputs)
+            rows = write(self.last_execution.dataframe, target, fmt)
         except (CetqlError, KeyboardInterrupt):
             raise
         except Exception as e:
             raise describe(e) from None
-        self.say(f"wrote {rows:,} rows to {rest} ({fmt.value})")
+        self.say(f"wrote {rows:,} rows to {path} ({fmt.value}{' folder' if target.kind == FOLDER else ''})")
 
     # ------------------------------------------------------------ completion
 

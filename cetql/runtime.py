@@ -1,59 +1,58 @@
 """Binding a compiled query to its inputs and running it on Spark.
 
 `execute` reads every input's columns and types with the one reader
-(`planner.spark.reader`), plans the query for them (the pure rules, so the
-plan is exactly what `--explain --input` shows), and compiles the plan to a
-lazy DataFrame.  `Execution` keeps the plan that runs beside the DataFrame.
+(`planner.spark.reader`), gathers the session's resources, gets the plan
+from `planner.planning.plan` — the same function `compile --explain` and
+`CompiledQuery.explain()` use — and compiles it to a lazy DataFrame.
+`Execution` keeps the plan that runs beside the DataFrame.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import DataFrame
 
-from .errors import QueryError, SchemaError, UsageError
-from .options import RunOptions
-from .planner.logical.build import build
-from .planner.logical.plan import Inputs, LogicalPlan
-from .planner.semantics.bind import bind
+from .errors import SchemaError, UsageError
+from .planner.logical.plan import InputFacts, Inputs, Resources
+from .planner.physical.kernel import kernel_spec
+from .planner.physical.plan import PhysicalPlan
+from .planner.planning import plan
 from .planner.semantics.schema import NUMERIC, OTHER, STRING, TIMESTAMP, Schema
 from .planner.spark import reader
-from .planner.spark.compiler import Input, compile_events, compile_physical
-from .session import get_spark
+from .planner.spark.compiler import Input, compile_plan, events
+from .session import get_spark, local_resources
 
 
 @dataclass
 class Execution:
     """A query bound to its inputs: the plan that runs and its DataFrame."""
 
-    plan: LogicalPlan
+    plan: PhysicalPlan
     inputs: dict[str | None, Input]
     spark: object
     source: str  # the query text, for messages
     _df: object = None
-    _physical: object = None
 
     @property
     def dataframe(self):
         if self._df is None:
-            self._df, self._physical = compile_physical(self.plan, self.inputs)
+            self._df = compile_plan(self.plan, self.inputs)
         return self._df
 
     @property
-    def physical(self):
-        """The lowered plan the DataFrame was built from (the workers' spec)."""
-        self.dataframe  # noqa: B018 - builds it
-        return self._physical
+    def spec(self):
+        """The kernel spec the workers receive (derived from the plan)."""
+        return kernel_spec(self.plan)
 
     def events(self):
         """(the scanned events, the name of their id column)."""
-        return compile_events(self.plan, self.inputs)
+        return events(self.plan, self.inputs)
 
 
-def execute(compiled, data, typed: dict, *, spark, params: dict, options: RunOptions) -> Execution:
+def execute(compiled, data, typed: dict, *, spark, options) -> Execution:
     spark = spark or get_spark()
     inputs = resolve(spark, data, typed)
     known = describe_inputs(inputs, options.time_col)
@@ -71,42 +70,59 @@ def execute(compiled, data, typed: dict, *, spark, params: dict, options: RunOpt
                 raise SchemaError(
                     f"id column '{options.id_col}' is not in {where} (columns: {', '.join(inp.df.columns)})"
                 )
-    memory, slots = executor_resources(spark)
-    known = replace(known, executor_memory=memory, task_slots=slots)
-    plan = plan_for(compiled, params, options, known)
-    return Execution(plan, inputs, spark, compiled.source)
+    return Execution(plan(compiled, known, session_resources(spark)), inputs, spark, compiled.source)
 
 
-def executor_resources(spark) -> tuple[str | None, int]:
-    """(the memory the session's executors have for Python, as configured;
-    how many tasks one runs at once).  The memory is
-    spark.executor.pyspark.memory if set, else the executor's (local mode:
-    the driver's, where its executor runs); None when left to Spark's default
-    or not readable (the plan then assumes that default)."""
+def session_resources(spark) -> Resources:
+    """What the planner needs to know of a session: the memory its executors
+    have for Python (spark.executor.pyspark.memory if set, else the
+    executor's — local mode: the driver's, where its executor runs), how many
+    tasks one runs at once, how many the session runs at once, whether the
+    GraphFrames JVM package is on its classpath.  Read from its
+    configuration only (no job, no JVM call), so Connect sessions answer too."""
+    conf = _conf(spark)
+    master = conf("spark.master") or ""
+    local = master.startswith("local")
+    memory = conf("spark.executor.pyspark.memory") or conf("spark.driver.memory" if local else "spark.executor.memory")
+    cpus = max(1, int(conf("spark.task.cpus") or 1))
+    if local:
+        inside = master[master.find("[") + 1 : master.find("]")] if "[" in master else "1"
+        slots = (os.cpu_count() or 1) if inside.startswith("*") else int(inside.split(",")[0] or 1)
+        parallelism = slots
+    else:
+        slots = int(conf("spark.executor.cores") or 1)
+        instances = int(conf("spark.executor.instances") or 2)
+        parallelism = int(conf("spark.default.parallelism") or slots * instances)
+    jars = (conf("spark.jars.packages") or "") + (conf("spark.jars") or "")
+    return Resources(executor_memory=memory or None, task_slots=max(1, slots // cpus),
+                     parallelism=max(1, parallelism // cpus), graphframes="graphframes" in jars.lower() and _graphframes(),
+                     source=f"the session ({master or 'master unknown'})", assumed=False)  # fmt: skip
+
+
+def _conf(spark):
+    def get(key: str):
+        try:
+            return spark.conf.get(key, None)
+        except Exception:  # noqa: BLE001 - a key the session will not say: the plan assumes Spark's default
+            return None
+
+    return get
+
+
+def _graphframes() -> bool:
     try:
-        master = spark.conf.get("spark.master", "") or ""
-        local = master.startswith("local")
-        memory = spark.conf.get("spark.executor.pyspark.memory", None) or spark.conf.get(
-            "spark.driver.memory" if local else "spark.executor.memory", None)
-        if local:
-            inside = master[master.find("[") + 1 : master.find("]")] if "[" in master else "1"
-            slots = (os.cpu_count() or 1) if inside.startswith("*") else int(inside.split(",")[0])
-        else:
-            slots = int(spark.conf.get("spark.executor.cores", "1") or 1)
-        slots //= max(1, int(spark.conf.get("spark.task.cpus", "1") or 1))
-    except Exception:  # noqa: BLE001 - a session that will not say: the plan assumes Spark's defaults
-        return None, 1
-    return memory or None, max(1, slots)
+        import graphframes  # noqa: F401 - an optional extra: is it installed?
+    except ImportError:
+        return False
+    return True
 
 
-def plan_for(compiled, params: dict, options: RunOptions, inputs: Inputs) -> LogicalPlan:
-    """The plan for known inputs: bind again with their columns (every
-    parameter must now be bound) and apply the rules."""
-    try:
-        query = bind(compiled.ast, params, inputs.schema, strict_params=True, time_col=options.time_col)
-        return build(query, options, inputs)
-    except QueryError as e:
-        raise e.with_source(compiled.source) from None
+def default_resources() -> Resources:
+    """The resources of the session `cetql run` starts by default (local[*],
+    its driver memory), for plans made before any session exists."""
+    memory, slots = local_resources()
+    return Resources(executor_memory=memory, task_slots=slots, parallelism=slots,
+                     source=f"the session cetql run starts (local[*], {memory})", assumed=True)  # fmt: skip
 
 
 # ---------------------------------------------------------------- inputs
@@ -165,6 +181,7 @@ def describe_inputs(inputs: dict[str | None, Input], time_col: str) -> Inputs:
                 inp.source.schema if inp.source is not None else reader.from_spark(inp.df.schema),
                 inp.source is not None and any(c.nanos and c.name == time_col for c in inp.source.columns),
                 inp.source.name if inp.source is not None else "a DataFrame",
+                inp.source is not None and inp.source.text,
             )
             for name, inp in inputs.items()
         },
@@ -172,12 +189,16 @@ def describe_inputs(inputs: dict[str | None, Input], time_col: str) -> Inputs:
     )
 
 
-def summarize(described: dict[str | None, tuple[Schema, bool, str]], time_col: str) -> Inputs:
-    """Inputs from each input's (schema, nanosecond time?, label)."""
+def summarize(described: dict[str | None, tuple[Schema, bool, str, bool]], time_col: str) -> Inputs:
+    """Inputs from each input's (schema, nanosecond time?, label, read as text?)."""
     cols: dict[str, tuple] = {}
     kinds = set()
-    for name, (schema, nanos, _label) in described.items():
+    each = []
+    for name, (schema, nanos, label, text) in described.items():
         kinds.add(time_kind(schema, time_col, nanos, name))
+        found = schema.lookup(time_col)
+        written = None if found is None or found[0] == OTHER else found[1]
+        each.append(InputFacts(name, label, text, written, nanos))
         for c in schema.columns:
             prev = cols.get(c[0])
             if prev is not None and OTHER not in (prev[1], c[1]) and prev[1] != c[1]:
@@ -194,7 +215,8 @@ def summarize(described: dict[str | None, tuple[Schema, bool, str]], time_col: s
         types=tuple(sorted(k for k in described if k is not None)),
         schema=Schema(tuple(cols.values())),
         time_kind=next(iter(kinds)) if kinds else "numeric",
-        names=tuple(label for _, _, label in described.values()),
+        names=tuple(d[2] for d in described.values()),
+        each=tuple(each),
     )
 
 
@@ -207,7 +229,7 @@ def describe_paths(specs: dict[str | None, str], time_col: str) -> Inputs | None
     for name, spec in specs.items():
         source = reader.describe(spec)
         nanos = any(c.nanos and c.name == time_col for c in source.columns)
-        described[name] = (source.schema, nanos, source.name)
+        described[name] = (source.schema, nanos, source.name, source.text)
     return summarize(described, time_col)
 
 

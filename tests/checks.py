@@ -1,4 +1,4 @@
-"""The kernel tests' comparisons: a query run through the real lowering and
+"""The kernel tests' comparisons: a query run through the real planner and
 the kernels (`harness`) against the reference's trends and aggregates."""
 
 from __future__ import annotations

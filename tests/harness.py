@@ -1,13 +1,14 @@
-"""Queries run without Spark, through the real compiler.
+"""Queries run without Spark, through the real planner.
 
 `run_local(text, events, **options)` plans a query as every surface does
-(parse → bind → plan → lower), evaluates the lowering's column definitions
-(masks, keys, sub-keys, lval/h, attributes) on each event with the kernels'
-one expression evaluator (`kernels.expr`, Spark SQL's semantics), assigns
-windows with the Spark compiler's integer arithmetic, sorts and groups the
-rows as Spark does (NaN with NaN, -0.0 with 0.0), and runs the very kernels
-Spark's workers run (`kernels.process`) on the resulting Arrow table.  The
-only part not exercised is Spark itself.
+(`cetql.compile` → `planning.plan` → the physical plan → `kernel_spec`),
+evaluates the physical plan's column definitions (filter masks, keys,
+sub-keys, state keys, derived columns) on each event with the kernels' one
+expression evaluator (`kernels.expr`, Spark SQL's semantics), assigns
+windows in the plan's arithmetic as the Spark compiler does, sorts and
+groups the rows as Spark does (NaN with NaN, -0.0 with 0.0), and runs the
+very kernels Spark's workers run (`kernels.process`) on the resulting Arrow
+table.  The only part not exercised is Spark itself.
 """
 
 from __future__ import annotations
@@ -18,24 +19,30 @@ from decimal import Decimal
 
 import pyarrow as pa
 
+import cetql
 from cetql.options import RunOptions
-from cetql.parser import parse
 from cetql.planner.kernels import process
 from cetql.planner.kernels import spec as K
 from cetql.planner.kernels.expr import compile_expr
 from cetql.planner.kernels.values import key
-from cetql.planner.logical.build import build
-from cetql.planner.logical.plan import Inputs
-from cetql.planner.lower import lower
-from cetql.planner.semantics.bind import bind
+from cetql.planner.logical.plan import InputFacts, Inputs, Resources
+from cetql.planner.physical.plan import Arithmetic, PhysicalPlan
+from cetql.planner.semantics.schema import OTHER, Schema
 
 
 def plan_for(text, *, params=None, typed=False, types=(), options: RunOptions | None = None, columns=()):
-    """(logical plan, lowered plan) of a query."""
-    q = bind(parse(text), params or {}, strict_params=True)
-    inputs = Inputs(typed=typed, types=tuple(types), time_kind="numeric")
-    plan = build(q, options or RunOptions(), inputs)
-    return plan, lower(plan, tuple(columns))
+    """(logical plan, physical plan) of a query over inputs with these
+    columns, planned by the one `plan` function."""
+    if typed:
+        each = tuple(InputFacts(t, t, time_type="bigint") for t in types)
+    else:
+        each = (InputFacts(None, "events", time_type="bigint"),)
+    schema = Schema(tuple((c, OTHER, "") for c in columns)) if columns else None
+    inputs = Inputs(typed=typed, types=tuple(types), schema=schema, time_kind="numeric", each=each)
+    compiled = cetql.compile(text, params or {}, options=options or RunOptions(), strict_params=True, inputs=inputs,
+                             resources=Resources())  # fmt: skip
+    phys: PhysicalPlan = compiled.plan
+    return phys.logical, phys
 
 
 class _Event(dict):
@@ -45,47 +52,63 @@ class _Event(dict):
         return None
 
 
-def _windows(t, w, s, block: int) -> list[int]:
+def _floor_div(x, s):
+    return x // s if isinstance(x, int) and isinstance(s, int) else math.floor(x / s)
+
+
+def _windows(phys: PhysicalPlan, t) -> tuple[list[int], int, int]:
     """The windows (or blocks of windows) an event at time t falls in, and
-    its first and last window, as the Spark compiler computes them."""
-    if isinstance(t, int) and isinstance(w, int) and isinstance(s, int):
-        k_hi, k_lo = t // s, (t - w) // s + 1
-    else:
-        k_hi, k_lo = math.floor(t / s), math.floor((t - w) / s) + 1
-    if block:
-        return list(range(k_lo // block, k_hi // block + 1)), k_lo, k_hi
-    return (list(range(k_lo, k_hi + 1)) if w != s else [k_hi]), k_lo, k_hi
+    its first and last window, in the plan's arithmetic."""
+    w = phys.windows
+    if w.arithmetic != Arithmetic.INTEGER:
+        t = Decimal(repr(t)) if isinstance(t, float) else Decimal(t)
+    k_hi, k_lo = _floor_div(t, w.slide), _floor_div(t - w.length, w.slide) + 1
+    if w.sharing is None:
+        return [k_hi], k_lo, k_hi
+    if w.block:
+        return list(range(_floor_div(k_lo, w.block), _floor_div(k_hi, w.block) + 1)), k_lo, k_hi
+    return list(range(k_lo, k_hi + 1)), k_lo, k_hi
 
 
-def kernel_table(plan, phys, events: list[dict]) -> pa.Table:
+def _row(phys: PhysicalPlan, ev: dict, constant, masks, derived) -> _Event | None:
+    """One event's kernel columns before its windows (None: dropped)."""
+    n, part = phys.names, phys.partition
+    row = _Event(ev)
+    row[n.id], row[n.time], row[n.type] = ev["id"], ev["ts"], ev.get("__type")
+    env = {"self": row}
+    if constant is not None and constant(env) is not True:
+        return None
+    for name, f in masks:
+        row[name] = f(env) is True
+    if not any(row[name] for name, _ in masks) or any(row[k.attr] is None for k in part.keys):
+        return None
+    for k in (*part.keys, *part.subkeys, *part.state_keys):
+        row[k.column] = row[k.attr]
+    for name, f in derived:
+        row[name] = f(env)
+    return row
+
+
+def kernel_table(plan, phys: PhysicalPlan, events: list[dict], extra=()) -> pa.Table:
     """The kernel's input table for `events` (dicts with ts, id, attributes,
-    and `__type` for typed inputs), as the Spark compiler builds it."""
+    and `__type` for typed inputs), as the Spark compiler builds it, with the
+    `extra` attributes as they are (for a spec a test changes)."""
     n, spec = phys.names, phys.spec
-    constant = compile_expr(phys.constant) if phys.constant is not None else None
-    masks = [(name, compile_expr(d)) for name, d in phys.masks]
-    defined = [(name, compile_expr(d)) for name, d in (*phys.subkeys, *phys.derived)]
+    constant = compile_expr(phys.filter.constant) if phys.filter.constant is not None else None
+    masks = [(m.column, compile_expr(m.definition)) for m in phys.filter.masks]
+    derived = [(d.column, compile_expr(d.definition)) for d in phys.root.derived]
     rows = []
     for ev in events:
-        row = _Event(ev)
-        row[n.id], row[n.time], row[n.type] = ev["id"], ev["ts"], ev.get("__type")
-        env = {"self": row}
-        if constant is not None and constant(env) is not True:
+        row = _row(phys, ev, constant, masks, derived)
+        if row is None:
             continue
-        for name, f in masks:
-            row[name] = f(env) is True
-        if not any(row[name] for name, _ in masks) or any(row[attr] is None for _, attr in phys.keys):
-            continue
-        for name, attr in phys.keys:
-            row[name] = row[attr]
-        for name, f in defined:
-            row[name] = f(env)
-        found, row[n.window_lo], row[n.window_hi] = _windows(row[n.time], phys.window_length, phys.window_slide,
-                                                             spec.columns.block)  # fmt: skip
+        found, row[n.window_lo], row[n.window_hi] = _windows(phys, row[n.time])
         rows += [_Event(row, **{n.window: k}) for k in found]
     group = list(spec.columns.group)
     rows.sort(key=lambda r: (*(_order(r[g]) for g in group), r[n.time], r[n.id]))
-    cols = [*group, spec.columns.time, spec.columns.id, *(m for m, _ in phys.masks)]
-    cols += [name for name, _ in phys.derived] + [name for name, _ in phys.subkeys]
+    part = phys.partition
+    cols = [*group, spec.columns.time, spec.columns.id, *(m for m, _ in masks)]
+    cols += [d for d, _ in derived] + [k.column for k in (*part.subkeys, *part.state_keys)] + list(extra)
     if spec.columns.block:
         cols += [spec.columns.window_lo, spec.columns.window_hi]
     cols = list(dict.fromkeys(cols))
@@ -97,44 +120,48 @@ def _order(v):
     return (v is not None, key(v))
 
 
+def _type(values: list, boolean: bool):
+    if not values:
+        return pa.bool_() if boolean else pa.null()
+    if all(isinstance(v, bool) for v in values):
+        return pa.bool_()
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return pa.int64()
+    if all(isinstance(v, Decimal) for v in values):
+        return pa.decimal128(38, max(-v.as_tuple().exponent for v in values))
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        return pa.float64()
+    return pa.string()
+
+
 def _schema(cols, rows, n):
     fields = []
     for c in cols:
-        values = [r[c] for r in rows if r[c] is not None]
         if c in (n.window, n.window_lo, n.window_hi):
-            t = pa.int64()
-        elif not values:
-            t = pa.bool_() if c.startswith(n.prefix + "m_") else pa.null()
-        elif all(isinstance(v, bool) for v in values):
-            t = pa.bool_()
-        elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            t = pa.int64()
-        elif all(isinstance(v, Decimal) for v in values):
-            t = pa.decimal128(38, max(-v.as_tuple().exponent for v in values))
-        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            t = pa.float64()
+            fields.append(pa.field(c, pa.int64()))
         else:
-            t = pa.string()
-        fields.append(pa.field(c, t))
+            values = [r[c] for r in rows if r[c] is not None]
+            fields.append(pa.field(c, _type(values, c.startswith(n.prefix + "m_"))))
     return pa.schema(fields)
 
 
 def run_local(text, events, *, params=None, typed=False, batch_size=None, spec_changes=None, **options):
-    """(plan, lowered plan, output rows as dicts) of a query on a list of
-    events; `options` are `RunOptions` keywords, `spec_changes` overrides
-    fields of the kernel spec (to compare a plan's choice with another): a
-    dict, or a function of (plan, lowered plan) giving one."""
+    """(logical plan, physical plan, output rows as dicts) of a query on a
+    list of events; `options` are `RunOptions` keywords, `spec_changes`
+    overrides fields of the kernel spec (to compare a plan's choice with
+    another): a dict, or a function of (logical, physical plan) giving one."""
     types = sorted({e["__type"] for e in events if e.get("__type")}) if typed else ()
     cols = sorted({k for e in events for k in e})
     plan, phys = plan_for(text, params=params, typed=typed, types=types, options=RunOptions.of(**options),
                           columns=cols)  # fmt: skip
+    spec = phys.spec
     if callable(spec_changes):
         spec_changes = spec_changes(plan, phys)
     if spec_changes:
-        phys = dataclasses.replace(phys, spec=dataclasses.replace(phys.spec, **spec_changes))
-    table = kernel_table(plan, phys, events)
-    detect = isinstance(phys.spec, K.DetectSpec)
-    fn = process.detect_fn(phys.spec) if detect else process.aggregate_fn(phys.spec)
+        spec = dataclasses.replace(spec, **spec_changes)
+    extra = sorted({k.column for k in spec.state_keys} - {k.column for k in phys.spec.state_keys})
+    table = kernel_table(plan, phys, events, extra)
+    fn = process.detect_fn(spec) if isinstance(spec, K.DetectSpec) else process.aggregate_fn(spec)
     batches = table.to_batches(max_chunksize=batch_size) if batch_size else table.to_batches()
     out = []
     for b in fn(iter(batches)):

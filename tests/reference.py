@@ -174,6 +174,46 @@ def predicate_holds(pred, binding, params, adjacent=None) -> bool:
     return True
 
 
+def _predicates(query) -> list:
+    """The WHERE conjuncts, with every chain of equalities `a.x = b.x = …`
+    that links every variable of the pattern (negated ones included) read as
+    the equivalence `[x]` (SEMANTICS.md: whichever optional variables match
+    nothing)."""
+    variables = {n.var or n.type for n in A.walk(query.pattern) if isinstance(n, A.EventPattern)}
+    out, links = [], {}
+    for c in _conjuncts(query.where):
+        if isinstance(c, A.Equivalence):  # `[a.g, b.x]`: a's events share g, b's share x, each on its own
+            out += [A.Equivalence((col,)) for col in c.columns]
+            continue
+        ops = c.ops if isinstance(c, A.Compare) else ()
+        refs = c.operands if ops else ()
+        plain = all(isinstance(r, A.Attr) and r.index in (None, "i") for r in refs)
+        if ops and set(ops) == {"="} and plain and len({r.attr for r in refs}) == 1 and len({r.var for r in refs}) > 1:
+            links.setdefault(refs[0].attr, []).append(c)
+        else:
+            out.append(c)
+    for attr, chain in links.items():
+        parent: dict = {}
+        for c in chain:
+            names = [_TYPE_NAMES.get(r.var, r.var) for r in c.operands]
+            for a, b in zip(names, names[1:]):
+                parent[_find(parent, a)] = _find(parent, b)
+        groups: dict = {}
+        for v in list(parent):
+            groups.setdefault(_find(parent, v), set()).add(v)
+        if len(variables) > 1 and any(g >= variables for g in groups.values()):
+            out.append(A.Equivalence((A.Name(attr),)))
+        else:
+            out += chain
+    return out
+
+
+def _find(parent: dict, x):
+    while parent.setdefault(x, x) != x:
+        x = parent[x]
+    return x
+
+
 def _resolve(name, binding):
     return name if name in binding else _TYPE_NAMES.get(name, name)
 
@@ -276,7 +316,7 @@ def matches(pattern, query, seq, params, typed, window_events, outer=None, outer
     sub-pattern has a trend where it is forbidden."""
     if not seq or any(a["ts"] >= b["ts"] for a, b in zip(seq, seq[1:])):
         return
-    preds = _conjuncts(query.where)
+    preds = _predicates(query)
     adjacent = outer_adjacent | {(id(a), id(b)) for a, b in zip(seq, seq[1:])}
     for binding in _bindings(pattern, tuple(seq), typed):
         negs = binding.pop("__neg", [])

@@ -86,7 +86,7 @@ def test_aseq_figure_4_prefix_counting(spark):
     # then c and d complete (A, B, C, D): 5 matches.
     frames, events = paper_stream(spark, "a1,a2,b3,a4,b5,c6,d7")
     text = "PATTERN SEQ(A, B, C, D) AGG COUNT WITHIN 10"
-    assert cetql.compile(text).plan.root.algorithm.choice == "aseq"
+    assert cetql.compile(text).plan.logical.root.algorithm.choice == "aseq"
     (r,) = run(spark, text, frames)
     assert r["COUNT(*)"] == 5 == reference_aggregates(text, events)[(0, ())]["COUNT(*)"]
 

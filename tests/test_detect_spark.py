@@ -146,9 +146,9 @@ def test_a_memory_budget_too_small_for_any_edge_gives_the_same_trends(spark, tex
     the default."""
     df, per_case = _frame(spark, batch)
     compiled = cetql.compile(_with_case(text), params)
-    memory = compiled.execution(df, id_col="id").plan.root.memory
+    memory = compiled.execution(df, id_col="id").plan.logical.root.memory
     assert f"half the executor memory ({spark.conf.get('spark.driver.memory')}) over its 2 task slots" in memory.reason
-    assert compiled.execution(df, id_col="id", memory_budget=1).plan.root.max_edges == 0
+    assert compiled.execution(df, id_col="id", memory_budget=1).plan.logical.root.max_edges == 0
     want = _reference(text, per_case, params, "COMPLETE")
     assert _spark_trends(df, text, params, "local", "COMPLETE", memory_budget=1) == want
 
@@ -187,9 +187,9 @@ SLIDING_QUERIES = [
 def test_sliding_windows_blocks_equal_copies(spark, text, params, batch):
     df, per_case = _frame(spark, batch)
     compiled = cetql.compile(_with_case(text), params)
-    windows = compiled.execution(df, id_col="id").plan.root.child.child
+    windows = compiled.execution(df, id_col="id").plan.logical.root.child.child
     assert windows.sharing.choice == "blocks" and windows.shared_graph == text.startswith("PATTERN Check+")
-    assert compiled.execution(df, id_col="id", sharing="copy").plan.root.child.child.sharing.choice == "copy"
+    assert compiled.execution(df, id_col="id", sharing="copy").plan.logical.root.child.child.sharing.choice == "copy"
     want = _reference(text, per_case, params, "COMPLETE")
     assert _spark_trends(df, text, params, "local", "COMPLETE") == want
     assert _spark_trends(df, text, params, "local", "COMPLETE", sharing="copy") == want
@@ -334,20 +334,32 @@ def test_distributed_refuses_seq_patterns(spark):
         spark.cet("PATTERN SEQ(Activity a, Activity+ b[]) WITHIN 10", df, strategy="distributed")
 
 
-def test_graphframes_prefilter_gives_the_same_flags(spark):
-    pytest.importorskip("graphframes", reason="graphframes-py is not installed (optional extra: .[graphframes])")
-    from cetql.planner.distributed import graphframes_degrees, prefilter
-    from cetql.planner.physical import prepare
+def test_graphframes_prefilter_is_the_plans_choice(spark):
+    """The distributed pre-filter uses GraphFrames' degrees only where the plan
+    saw its JVM package on the session's classpath, and says so either way;
+    where it runs (it cannot be downloaded here), its flags are the ABI
+    pre-filter's."""
+    from cetql.planner.logical.plan import Prefilter, Resources
+    from cetql.planner.spark.distributed import SNK, SRC, prefilter
+    from cetql.runtime import session_resources
 
+    text = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10"
+    q = cetql.compile(text, strategy="distributed")
+    assert q.plan.root.prefilter == Prefilter.EQUAL
+    assert "GraphFrames' JVM package is not on the classpath" in q.plan.logical.root.prefilter.reason
+    wanted = cetql.compile(text, strategy="distributed", resources=Resources(graphframes=True))
+    assert wanted.plan.root.prefilter == Prefilter.GRAPHFRAMES
+    if not session_resources(spark).graphframes:
+        return  # the rest needs the JVM package
     df = _events(spark, [(1, 1, "A", "B"), (2, 2, "B", "C"), (3, 3, "B", "D"), (4, 4, "D", "E")],
                  "id long, ts long, src string, dst string")  # fmt: skip
-    q = cetql.compile("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10")
-    prep = prepare(q.bound, q.predicates, {None: df}, id_col="id")
-    flagged = graphframes_degrees(prep, prep.df)
-    if flagged is None:
-        pytest.skip("the GraphFrames JVM package is not on Spark's classpath (it cannot be downloaded here)")
-    cols = ["__wk", "__id", "__is_source", "__is_sink"]
-    assert sorted(flagged.select(cols).collect()) == sorted(prefilter(prep, prep.df).select(cols).collect())
+    execution = q.execution(df, spark=spark, id_col="id")
+    from cetql.planner.spark.compiler import kernel_input
+
+    ev = kernel_input(execution.plan, execution.inputs)
+    flags = [sorted(prefilter(m, execution.spec, ev).select("__id", SRC, SNK).collect())
+             for m in (Prefilter.GRAPHFRAMES, Prefilter.EQUAL)]  # fmt: skip
+    assert flags[0] == flags[1]
 
 
 def test_table_and_view_inputs(spark):

@@ -2,7 +2,7 @@
 data, and every example query (examples/queries/*.cet, examples/*.cet) run on
 small generated data.  Properties only: no expected counts."""
 
-import re
+import json
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -12,10 +12,16 @@ import pytest
 from pyspark.sql import functions as F
 
 import cetql
-from cetql import gen
+from cetql import gen, runtime
+from cetql.arguments import parse_params
 from cetql.cli import main
 from cetql.errors import UsageError
-from cetql.planner.kernels import spec as K
+from cetql.options import RunOptions
+from cetql.planner.kernels import process
+from cetql.planner.physical.data import from_data, to_data
+from cetql.planner.physical.kernel import kernel_spec
+from cetql.repl import Shell
+from cetql.runtime import session_resources
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -281,50 +287,65 @@ def test_example_query_runs_on_generated_data(example_results, name):
     assert positive > 0, f"{name}: every trend is empty or every aggregate is zero"
 
 
-def _explained(text: str) -> dict:
-    """What `cetql compile --explain` printed: keys, sub-keys, trend set,
-    strategy or algorithm (read from the text, as a user reads it)."""
-    facts = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if m := re.match(r"Partition\s+by \(([^)]*)\)", line):
-            facts["keys"] = [k.strip() for k in m.group(1).split(",")][1:]  # after "window"
-        elif m := re.match(r"sub-keys in the kernel: (.*)", line):
-            facts["subkeys"] = len(m.group(1).split(", "))
-        elif m := re.match(r"(?:Detect\s+|Aggregate\s+)?(trends|strategy|algorithm): (\S+)", line):
-            facts[m.group(1)] = m.group(2)
-    facts.setdefault("subkeys", 0)
-    return facts
+def _plan_data(plan) -> dict:
+    """A physical plan as `--explain --format json` prints it, without the
+    facts it says it assumed."""
+    data = dict(to_data(plan) if not isinstance(plan, dict) else plan)
+    data.pop("assumed")
+    return data
+
+
+@pytest.fixture
+def shipped(monkeypatch):
+    """The kernel specs the Spark compiler hands to the workers' functions."""
+    specs = []
+    for name in ("detect_fn", "aggregate_fn", "guard_fn"):
+        original = getattr(process, name)
+        monkeypatch.setattr(process, name, lambda spec, original=original: specs.append(spec) or original(spec))
+    return specs
 
 
 @pytest.mark.parametrize("name", list(gen.EXAMPLES))
-def test_explain_shows_the_plan_that_ran(example_results, generated, capsys, name):
-    """`cetql compile FILE --explain --input DATA` prints the keys, sub-keys,
-    trend set and strategy or algorithm that the executed query used, read
-    back from what the Spark layer compiled and shipped to the workers."""
-    _, failed, ran = example_results
-    if name in failed:
-        pytest.skip(f"did not build: {failed[name]}")
+def test_every_surface_prints_the_plan_that_runs(spark, generated, capsys, monkeypatch, shipped, name):
+    """`cetql compile --explain --format json --input`, `compile(...).explain()`
+    and the REPL's `:explain`, given the inputs and resources of a run, print
+    its physical plan field for field, and the kernel spec the workers
+    receive is the one derived from the printed plan."""
     root, _ = generated
     scenario, types, params = gen.EXAMPLES[name]
-    folders = _folders(root, scenario)
-    args = ["compile", str(EXAMPLES / name), "--explain", "--id-col", gen.id_col(scenario)]
-    for t, folder in folders.items():
-        if t is None or t in types:
-            args += ["--input", str(folder) if t is None else f"{t}={folder}"]
-    for k, v in params.items():
-        args += ["--param", f"{k}={v}"]
+    text = (EXAMPLES / name).read_text()
+    folders = {t: str(f) for t, f in _folders(root, scenario).items() if t is None or t in types}
+    resources = session_resources(spark)
+    # `cetql compile` plans for the session `cetql run` would start: here, one like the suite's
+    monkeypatch.setattr(runtime, "local_resources", lambda: (resources.executor_memory, resources.task_slots))
+    args = ["compile", str(EXAMPLES / name), "--explain", "--format", "json", "--id-col", gen.id_col(scenario)]
+    args += [x for t, f in folders.items() for x in ("--input", f if t is None else f"{t}={f}")]
+    args += [x for k, v in params.items() for x in ("--param", f"{k}={v}")]
     assert main(args) == 0
-    shown = _explained(capsys.readouterr().out)
+    printed = _plan_data(json.loads(capsys.readouterr().out)["physical"])
 
-    execution = ran[name]
-    phys = execution.physical  # what the Spark layer built the DataFrame from
-    spec = phys.spec
-    assert shown["keys"] == [attr for _, attr in phys.keys]
-    assert list(spec.columns.group) == [phys.names.window, *(col for col, _ in phys.keys)]
-    assert shown["subkeys"] == len(phys.subkeys)
-    assert shown["trends"].lower() == str(spec.trend_set).lower() == execution.plan.root.trend_set.choice.lower()
-    if isinstance(spec, K.DetectSpec):
-        assert shown["strategy"] == execution.plan.root.strategy.choice
-    else:
-        assert shown["algorithm"] == spec.algorithm == execution.plan.root.algorithm.choice
+    params = parse_params([f"{k}={v}" for k, v in params.items()])  # as the command line read them
+    data = folders[None] if None in folders else folders
+    execution = cetql.compile(text, params).execution(data, spark=spark, id_col=gen.id_col(scenario))
+    execution.dataframe  # noqa: B018 - builds it: the specs are handed over, no job runs
+    assert _plan_data(execution.plan) == printed
+    assert shipped == [kernel_spec(from_data(printed))]
+
+    known = runtime.describe_paths(folders, "ts")
+    api = cetql.compile(text, params, inputs=known, resources=resources, id_col=gen.id_col(scenario))
+    assert _plan_data(api.plan) == printed
+    shell = Shell(options=RunOptions.of(id_col=gen.id_col(scenario)), params=dict(params), _spark=spark,
+                  data=folders.get(None), typed={t: f for t, f in folders.items() if t is not None})  # fmt: skip
+    assert _plan_data(shell.compiled(text).plan) == printed
+
+
+def test_partitions_reach_the_kernels(spark, generated):
+    """--partitions N is the number of kernel partitions of the executed plan."""
+    root, _ = generated
+    folder = str(_folders(root, "kiting")[None])
+    q = cetql.compile((EXAMPLES / "kiting.cet").read_text())
+    for n in (3, 7):
+        df = q.run(folder, spark=spark, id_col="id", partitions=n)
+        assert df.rdd.getNumPartitions() == n
+    default = q.execution(folder, spark=spark, id_col="id")
+    assert default.dataframe.rdd.getNumPartitions() == default.plan.partition.partitions == 4  # 2 × local[2]

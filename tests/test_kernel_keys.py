@@ -3,11 +3,13 @@
 `[a.g, b.x]` a's events on g and b's on x (SEMANTICS.md, Predicates).
 
 The kernels split a group into one part per combination of the keyed
-states' key values (`kernels.parts`).  Aggregation specs carry the plan's
-state keys; detection specs get them here from the plan's sub-keys (the
-planner does not put them in a DetectSpec yet).  Generated queries key
-variables every trend has an event of (`[v.k]`, several variables, nested
-Kleene), over keys with nulls, and are compared with the reference.
+states' key values (`kernels.parts`).  The plan does so where a variable's
+events lie apart in a trend (`KeyMethod.PARTS`); here every variable key is
+also split into parts (`state_keys`), which must change no result where
+the plan enforces the key otherwise (a filter, an edge predicate).
+Generated queries key variables every trend has an event of (`[v.k]`,
+several variables, nested Kleene), over keys with nulls, and are compared
+with the reference.
 """
 
 import math
@@ -18,6 +20,7 @@ from generators import SLIDING, WINDOWS, queries, stream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cetql.errors import QuerySemanticError
 from cetql.planner.kernels import spec as K
 from cetql.planner.kernels.errors import SharedKeyedEvent
 from cetql.planner.kernels.parts import parts
@@ -27,10 +30,13 @@ SOME = settings(max_examples=300, deadline=None, suppress_health_check=list(Heal
 
 
 def state_keys(plan, phys) -> dict:
-    """The plan's per-variable sub-keys as the kernel spec's state keys."""
-    part = plan.find(Partition)
-    keys = tuple(K.StateKey(sk.position, name) for (name, _), sk in zip(phys.subkeys, part.subkeys) if sk.position)
-    return {"state_keys": keys}
+    """Every variable key of the plan as a state key of the kernel spec (an
+    attribute column as it is read, where the plan has no column for it)."""
+    own = phys.spec.state_keys
+    done = {(k.state, k.attr) for k in phys.partition.state_keys}
+    more = tuple(K.StateKey(vk.position, vk.attr) for vk in plan.find(Partition).variable_keys
+                 if (vk.position, vk.attr) not in done)  # fmt: skip
+    return {"state_keys": own + more}
 
 
 def _events(spec: str, **columns):
@@ -97,18 +103,24 @@ def test_parts_take_the_keyed_states_values_and_share_the_others():
 def test_an_event_of_a_keyed_state_and_another_is_refused():
     """`SEQ(A* v1[], A v3) WHERE [v3.k]` on one stream: (e0) with e0 as v3
     extends to (e0, e1) with e0 as v1, whatever e1's key, so a part cannot
-    tell whether (e0) is complete — the group is refused, not answered."""
+    tell whether (e0) is complete — the group is refused, not answered.
+    The plan itself enforces [v3.k] by a filter (v3 binds one event), which
+    is right; where it would split parts (a nested Kleene) it refuses the
+    query with the kernel's message."""
     text = "PATTERN SEQ(A* v1[], NOT C v2, A v3) WHERE [g] AND [v3.k] WITHIN 4"
     events = [{"id": 0, "ts": 0, "g": "h", "k": "v"}, {"id": 1, "ts": 1, "g": "h", "k": "u"}]
     with pytest.raises(SharedKeyedEvent, match="may be v3 or v1: bind the inputs to types"):
         detected(text, events, False, "COMPLETE", spec_changes=state_keys)
-    with pytest.raises(SharedKeyedEvent):
-        aggregates("RETURN COUNT(*) " + text, events, False)
+    assert detected(text, events, False, "COMPLETE") == wanted(text, events, False, "COMPLETE")
+    nested = "PATTERN (SEQ(A+ v1[], A v3))+ WHERE [v3.k] WITHIN 4"
+    with pytest.raises(QuerySemanticError, match="may be v3 or v1: bind the inputs to types"):
+        detected(nested, events, False, "COMPLETE")
 
 
 def _refused_or(check):
-    """Run `check`; a group whose keyed events may take another state is
-    refused (the planner does not rule those out yet)."""
+    """Run `check`; where a key the plan enforces otherwise is split into
+    parts here, a group whose keyed events may take another state is
+    refused."""
     try:
         check()
     except SharedKeyedEvent:

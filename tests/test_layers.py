@@ -14,7 +14,8 @@ LAYERS = {
     "syntax": ["cetql.ast", "cetql.parser", "cetql.printer", "cetql.grammar"],
     "semantics": ["cetql.planner.semantics"],
     "logical": ["cetql.planner.logical"],
-    "lower": ["cetql.planner.lower"],
+    "physical": ["cetql.planner.physical"],
+    "planning": ["cetql.planner.planning"],
     "spark": ["cetql.planner.spark"],
     "kernels": ["cetql.planner.kernels"],
 }
@@ -25,8 +26,9 @@ ALLOWED = {
     "syntax": {"base"},
     "semantics": {"base", "syntax"},
     "logical": {"base", "syntax", "semantics"},
-    "lower": {"base", "syntax", "semantics", "logical", "kernels"},
-    "spark": {"base", "syntax", "semantics", "logical", "lower", "kernels"},
+    "physical": {"base", "syntax", "semantics", "logical", "kernels"},
+    "planning": {"base", "syntax", "semantics", "logical", "physical", "kernels"},
+    "spark": {"base", "syntax", "semantics", "logical", "physical", "kernels"},
     "kernels": {"base"},
 }
 

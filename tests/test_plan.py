@@ -11,14 +11,14 @@ from cetql.explain import explain_data
 from cetql.options import RunOptions
 from cetql.parser import parse
 from cetql.planner.logical.build import build
-from cetql.planner.logical.plan import Inputs
+from cetql.planner.logical.plan import Inputs, Resources
 from cetql.planner.semantics import ir
 from cetql.planner.semantics.bind import bind
 
 
-def plan_of(text, params=None, inputs=None, **options):
+def plan_of(text, params=None, inputs=None, resources=None, **options):
     q = bind(parse(text), params or {}, strict_params=False)
-    return build(q, RunOptions.of(**options), inputs)
+    return build(q, RunOptions.of(**options), inputs, resources)
 
 
 def preds(text, params=None):
@@ -70,7 +70,7 @@ def test_equality_over_every_variable_is_equivalence_even_with_a_kleene_part():
     (p,) = ps.values()
     assert isinstance(p, ir.EquivalencePredicate) and p.implied and p.keys == (ir.KeyAttr(None, "g"),)
     plan = plan_of("RETURN COUNT(*) PATTERN SEQ(A a, B+ b[]) WHERE a.g = b.g WITHIN 5")
-    assert [(s.position, s.attr) for s in plan.operators()[3].subkeys] == [(None, "g")]
+    assert [s.attr for s in plan.operators()[3].subkeys] == ["g"]
     detect = plan_of("PATTERN SEQ(A a, B+ b[]) WHERE a.g = b.g WITHIN 5")
     assert [k.attr for k in detect.operators()[3].keys] == ["g"]  # the output carries g, as [g] does
 
@@ -89,11 +89,15 @@ def test_greta_q3_partitions_by_segment_and_splits_by_vehicle():
         "WHERE [P.vehicle, segment] AND P.speed > NEXT(P).speed GROUP-BY segment WITHIN 5 minutes SLIDE 1 minute"
     )
     part = plan.operators()[3]
-    assert [k.attr for k in part.keys] == ["segment"]
-    assert [(s.position, s.attr) for s in part.subkeys] == [("P", "vehicle")]
+    assert [k.attr for k in part.keys] == ["segment"] and not part.subkeys
+    # P's events are consecutive in a trend: [P.vehicle] is an equal predicate on the step P → P
+    ((key),) = part.variable_keys
+    assert (key.position, key.attr, key.method.choice) == ("P", "vehicle", "edge")
+    (step,) = [t for t in plan.root.transitions if (t.source, t.target) == ("P", "P")]
+    assert step.index.choice == "hash" and any(p.text == "P[i].vehicle = P[i-1].vehicle" for p in step.predicates)
     data = explain_data(_compiled(plan))
     (p,) = [o for o in data["plan"] if o["op"] == "Partition"]
-    assert p["keys"] == ["segment"] and p["subkeys"] == ["P.vehicle"]
+    assert p["keys"] == ["segment"] and p["variable_keys"][0]["key"] == "P.vehicle"
 
 
 def test_aggregation_algorithms():
@@ -121,14 +125,14 @@ def test_index_per_transition():
     "text,options,message",
     [
         ("PATTERN SEQ(A a, B+ b[]) WITHIN 5", {"strategy": "distributed"}, "distributed strategy"),
-        ("RETURN COUNT(*) PATTERN A+ WITHIN 5", {"strategy": "local"}, "--strategy chooses how detection"),
+        ("RETURN COUNT(*) PATTERN A+ WITHIN 5", {"strategy": "local"}, "strategy chooses how detection"),
         ("RETURN COUNT(*) PATTERN A+ WITHIN 5", {"trends": "maximal"}, "not MAXIMAL"),
-        ("RETURN COUNT(*) PATTERN A+ WITHIN 5", {"with_rows": True}, "--with-rows"),
-        ("PATTERN A+ WITHIN 5", {"kernel": "scan"}, "--kernel"),
-        ("PATTERN A+ WITHIN 5", {"approx": True}, "--approx"),
-        ("PATTERN A+ WITHIN 5", {"exact": "string"}, "--exact"),
-        ("RETURN COUNT(*) PATTERN A+ WITHIN 5", {"memory_budget": "1g"}, "--memory-budget bounds what a detection"),
-        ("PATTERN A+ WITHIN 5", {"memory_budget": "1g", "strategy": "distributed"}, "use --strategy local"),
+        ("RETURN COUNT(*) PATTERN A+ WITHIN 5", {"with_rows": True}, "with_rows=True"),
+        ("PATTERN A+ WITHIN 5", {"kernel": "scan"}, "kernel chooses"),
+        ("PATTERN A+ WITHIN 5", {"approx": True}, "approx=True"),
+        ("PATTERN A+ WITHIN 5", {"exact": "string"}, "exact applies"),
+        ("RETURN COUNT(*) PATTERN A+ WITHIN 5", {"memory_budget": "1g"}, "memory_budget bounds what a detection"),
+        ("PATTERN A+ WITHIN 5", {"memory_budget": "1g", "strategy": "distributed"}, 'use strategy="local"'),
         ("PATTERN A+ WITHIN 5", {"memory_budget": "lots"}, "a size such as 512m"),
         ("PATTERN A+ WITHIN 5", {"memory_budget": 0}, "must be positive"),
     ],
@@ -165,32 +169,31 @@ def test_unambiguous_repeated_types_aggregate():
 
 
 @pytest.mark.parametrize(
-    "options,inputs,budget,source",
+    "options,resources,budget,source",
     [
         ({}, None, 512 << 20, "Spark's default executor memory"),
-        ({}, Inputs(executor_memory="6g"), 3 << 30, "half the executor memory (6g), per task"),
-        ({}, Inputs(executor_memory="6g", task_slots=3), 1 << 30, "half the executor memory (6g) over its 3 task"),
-        ({}, Inputs(executor_memory="4096"), 2 << 30, "(4096)"),  # Spark reads a bare number as MiB
-        ({"memory_budget": "64m"}, Inputs(executor_memory="6g"), 64 << 20, "--memory-budget"),
+        ({}, Resources(executor_memory="6g"), 3 << 30, "half the executor memory (6g), per task"),
+        ({}, Resources(executor_memory="6g", task_slots=3), 1 << 30, "half the executor memory (6g) over its 3 task"),
+        ({}, Resources(executor_memory="4096"), 2 << 30, "(4096)"),  # Spark reads a bare number as MiB
+        ({"memory_budget": "64m"}, Resources(executor_memory="6g"), 64 << 20, "--memory-budget"),
         ({"memory_budget": 1}, None, 1, "--memory-budget"),
     ],
 )
-def test_memory_budget_is_planned_and_explained(options, inputs, budget, source):
+def test_memory_budget_is_planned_and_explained(options, resources, budget, source):
     """The budget comes from --memory-budget, else half the session's
     executor memory, else half of Spark's default; half of it bounds the
     stored edges (at the planned bytes an edge), the other half the batch."""
-    from cetql.options import BATCH_EVENT_BYTES, EDGE_BYTES, format_size
+    from cetql.options import BATCH_EVENT_BYTES, EDGE_BYTES
 
-    plan = plan_of("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100", inputs=inputs, **options)
+    plan = plan_of("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100", resources=resources, **options)
     d = plan.root
-    assert d.memory.choice == format_size(budget) and source in d.memory.reason
+    assert d.memory.choice == budget and source in d.memory.reason
     assert d.max_edges == budget // 2 // EDGE_BYTES
     assert d.batch_events == max(1, min(1_000_000, budget // 2 // BATCH_EVENT_BYTES))
     (op,) = [o for o in explain_data(_compiled(plan))["plan"] if o["op"] == "Detect"]
-    assert op["max_edges"] == d.max_edges and op["memory"]["choice"] == format_size(budget)
-    assert op["memory_bytes"] == budget
+    assert op["max_edges"] == d.max_edges and op["memory"]["choice"] == budget
     # MAXIMAL keeps a set of successors per node beside the edges; --with-rows copies each event's row
-    maximal = plan_of("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100", inputs=inputs, trends="maximal",
+    maximal = plan_of("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100", resources=resources, trends="maximal",
                       with_rows=True, **options).root  # fmt: skip
     assert maximal.max_edges == budget // 2 // (2 * EDGE_BYTES)
     assert maximal.batch_events == max(1, min(1_000_000, budget // 2 // (4 * BATCH_EVENT_BYTES)))
@@ -207,4 +210,6 @@ def test_explain_json_has_numbers_as_numbers():
 def _compiled(plan):
     from types import SimpleNamespace
 
-    return SimpleNamespace(ast=plan.query.ast, plan=plan)
+    from cetql.planner.physical.build import physical
+
+    return SimpleNamespace(ast=plan.query.ast, plan=physical(plan))

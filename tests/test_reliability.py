@@ -398,9 +398,11 @@ def test_column_named_like_an_internal_one(spark, capsys, q, tmp_path):
     assert [(r["__t"], r["__id"], r["__wk"]) for r in trend["rows"]] == [("a", "b", "c"), ("d", "e", "f")]
 
 
-def test_key_named_like_an_output_column(capsys, q, checks):
+def test_key_named_like_an_output_column(capsys, q, tmp_path):
+    data = tmp_path / "named.csv"
+    data.write_text("id,ts,length,events,window_start\n1,1,a,b,c\n")
     for attr in ("length", "events", "window_start"):
-        code, _, err = run(capsys, "run", q(f"PATTERN Check+ c[] WHERE [{attr}] WITHIN 10"), "--input", checks)
+        code, _, err = run(capsys, "run", q(f"PATTERN Check+ c[] WHERE [{attr}] WITHIN 10"), "--input", data)
         assert code == 2 and f"the output already has a column '{attr}'" in err
 
 
@@ -478,8 +480,10 @@ def _no_jvm_started(proc_err: str, elapsed: float) -> bool:
     return elapsed < 15 and "Traceback" not in proc_err
 
 
-def test_unbound_parameter_refused_early(q, checks):
-    proc, elapsed = _subprocess("run", q("PATTERN S+ s[] WHERE s[i].x > ratio * s[i-1].x WITHIN 3"), "--input", checks,
+def test_unbound_parameter_refused_early(q, tmp_path):
+    data = tmp_path / "rising.csv"
+    data.write_text("ts,x\n1,1\n2,2\n")
+    proc, elapsed = _subprocess("run", q("PATTERN S+ s[] WHERE s[i].x > ratio * s[i-1].x WITHIN 3"), "--input", data,
                                 "--param", "other=1")  # fmt: skip
     assert proc.returncode == 2 and "unbound parameter 'ratio'" in proc.stderr
     assert _no_jvm_started(proc.stderr, elapsed)
@@ -636,7 +640,7 @@ def test_compile_and_run_read_the_same_types(spark, capsys, q, tmp_path):
     import cetql
 
     execution = cetql.compile(text).execution(str(data), spark=spark)
-    assert execution.plan.find(type(execution.plan.operators()[0])).inputs.time_kind == "timestamp_ns"
+    assert execution.plan.scan.time_kind == "timestamp_ns"
     assert execution.dataframe.count() == 2
 
 
@@ -689,16 +693,38 @@ def test_server_dies_mid_query(tmp_path):
         stop(server, kill=True)
 
 
+# Modules whose `CASES` are rows of the README's Reliability table (test name,
+# the input, what cetql does); this module's come first.
+TABLE_MODULES = ("test_reliability", "test_output_safety")
+
+
+def table_rows() -> list[tuple[str, str, str, str]]:
+    """(module, test name, the input, what cetql does) for every row."""
+    import importlib
+
+    rows = []
+    for name in TABLE_MODULES:
+        module = globals() if name == __name__ or name == "test_reliability" else vars(importlib.import_module(name))
+        rows += [(name, *case) for case in module["CASES"]]
+    return rows
+
+
 def test_readme_table_lists_every_case():
+    import importlib
+
     readme = (Path(__file__).parent.parent / "README.md").read_text()
-    missing = [name for name, what, does in CASES if f"| {what} | {does} | `{name}` |" not in readme]
+    rows = table_rows()
+    missing = [test for _, test, what, does in rows if f"| {what} | {does} | `{test}` |" not in readme]
     assert not missing, missing
-    tests = {name for name in globals() if name.startswith("test_")}
-    assert {name for name, _, _ in CASES} <= tests
-    assert len(CASES) >= 40
+    for module, test, _, _ in rows:
+        tests = globals() if module == "test_reliability" else vars(importlib.import_module(module))
+        assert test in tests and test.startswith("test_"), (module, test)
+    assert len(rows) >= 55
+    listed = readme.count("` |\n")
+    assert listed >= len(rows)
 
 
 if __name__ == "__main__":  # print the README's table
     print("| input | what cetql does | test |\n| --- | --- | --- |")
-    for name, what, does in CASES:
-        print(f"| {what} | {does} | `{name}` |")
+    for _, test, what, does in table_rows():
+        print(f"| {what} | {does} | `{test}` |")

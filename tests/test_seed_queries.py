@@ -31,8 +31,8 @@ def test_seed_query_parses_roundtrips_and_compiles(path):
     ast = cetql.parse(text)
     assert cetql.parse(cetql.to_text(ast)) == ast
     compiled = cetql.compile(text)
-    assert type(compiled.plan.operators()[0]).__name__ == "Scan"
-    assert compiled.explain().startswith(compiled.kind)
+    assert type(compiled.plan.logical.operators()[0]).__name__ == "Scan"
+    assert compiled.explain(as_string=True).startswith(compiled.kind)
 
 
 def preds(name, params=None):
@@ -70,7 +70,7 @@ def test_abi_q2_classification_with_h():
     assert edge.h_text == "h(x) = ratio * x"
     assert edge.comparator == ">"
     assert edge.monotone == "increasing"
-    assert [k.attr for k in c.plan.find(Partition).keys] == ["id"]
+    assert [k.attr for k in c.plan.logical.find(Partition).keys] == ["id"]
 
 
 def test_abi_q2_h_monotonicity_follows_the_parameter_sign():
@@ -109,7 +109,7 @@ def test_cet_q3_and_greta_q1_ranges_flip_to_next_side():
     assert p["S.price > NEXT(S).price"].comparator == "<"
     assert p["[company, sector]"].keys == (ir.KeyAttr(None, "company"), ir.KeyAttr(None, "sector"))
     assert c.kind == "aggregation" and c.trend_set == "ALL"
-    assert c.plan.root.algorithm.choice == "kleene-count"
+    assert c.plan.logical.root.algorithm.choice == "kleene-count"
 
 
 def test_greta_q3_negation_before_kleene():
@@ -166,10 +166,10 @@ def test_aseq_queries_are_fixed_length_and_use_aseq():
     for name in ("aseq_ecommerce.cet", "aseq_fig4_prefix.cet", "aseq_fig7_negation.cet"):
         _, c = preds(name)
         assert c.kind == "aggregation", name
-        assert c.plan.root.algorithm.choice == "aseq", name
+        assert c.plan.logical.root.algorithm.choice == "aseq", name
     # a predicate between two events needs each event's value: GRETA, not prefix counters
     _, c = preds("aseq_security.cet")
-    assert c.plan.root.algorithm.choice == "greta" and "predicates between events" in c.plan.root.algorithm.reason
+    assert c.plan.logical.root.algorithm.choice == "greta" and "predicates between events" in c.plan.logical.root.algorithm.reason
     p, c = preds("aseq_ecommerce.cet")
     # Kindle.userId = KindleCase.userId = Stylus.userId links every variable
     assert {x.kind for x in p.values()} == {"equivalence"}

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from decimal import Decimal
 
@@ -158,6 +159,19 @@ def _combine(spec: K.AggregateSpec, a: list, b: list) -> list:
     return out
 
 
+def _double(spec: K.AggregateSpec, t: K.Target, x: float, wk, group) -> float:
+    """Counts, and sums of whole or decimal numbers, are finite: past a
+    double's range they overflowed, and that is an error, never a value."""
+    if (x != x or x in (math.inf, -math.inf)) and (t.func == "COUNT" or t.kind != "double"):
+        raise AggregateOverflow(
+            f"{t.name} passed the range of a double (about 1.8e308) in {describe_window(spec.context, wk)}, "
+            f"{describe_group(spec.output_names, group)}: the approximate result would be "
+            f"{'NaN' if x != x else 'Infinity'}; ask for exact results (drop APPROX / --approx): DECIMAL(38), "
+            "or every digit with --exact string"
+        )
+    return x
+
+
 def _final(spec: K.AggregateSpec, k: int, value, wk, group) -> object:
     t = spec.targets[k]
     if t.func == "AVG":
@@ -168,7 +182,7 @@ def _final(spec: K.AggregateSpec, k: int, value, wk, group) -> object:
     if t.func in ("MIN", "MAX"):
         return None if value is None else float(value)
     if spec.approx or isinstance(value, float):
-        return float(value)
+        return _double(spec, t, float(value), wk, group)
     if spec.exact == K.Exact.STRING:
         return digits(value)
     if isinstance(value, Decimal):

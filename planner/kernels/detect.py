@@ -138,7 +138,7 @@ def _walks(spec: K.DetectSpec, table: pa.Table, cols: dict, times: list) -> Iter
             yield from _window_walk(spec, table, cols, times, part, start, wk)
 
 
-def _part_template(spec: K.DetectSpec, cols: dict, times: list, part: Part) -> tuple[GroupTemplate, int, np.ndarray | None]:
+def _part_template(spec: K.DetectSpec, cols: dict, times: list, part: Part) -> tuple[GroupTemplate, int, np.ndarray | None]:  # fmt: skip
     """(the template of a part's rows, the row its offsets count from, its
     rows when they are not a slice)."""
     local, local_times = part_columns(cols, times, part)
@@ -193,6 +193,24 @@ def _block_walks(spec: K.DetectSpec, table, cols: dict, times: list, part: Part,
 def _guard(spec: K.DetectSpec, table, row: int, wk: int, count, exact: bool) -> None:
     if count > spec.max_trends:
         raise TrendLimitExceeded(_too_many(spec, table, row, wk, count, exact))
+
+
+def guard_schema(spec: K.DetectSpec, input_schema: pa.Schema) -> pa.Schema:
+    return pa.schema([input_schema.field(g) for g in spec.columns.group])
+
+
+def guard_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch]:
+    """Count each (window, group) part's trends as detection does and fail
+    with its message past `max_trends`; yields no row."""
+    if table.num_rows == 0 or not spec.max_trends:
+        return
+    cols, times = _columns(spec, table)
+    c = spec.columns
+    for start, end, wk in segments(table, list(c.group), c.block, c.window_lo, c.window_hi):
+        for part in _parts(spec, cols, start, end):
+            gt, _, _ = _part_template(spec, cols, times, part)
+            _guard(spec, table, start, wk, *greta.count_trends(gt, gt.spec, spec.trend_set, spec.max_trends))
+    yield from ()
 
 
 def group_graphs(spec: K.DetectSpec, table: pa.Table) -> Iterator[tuple[list[int], Graph]]:

@@ -17,6 +17,8 @@ import math
 from collections.abc import Callable
 from decimal import Decimal
 
+from cetql.errors import ParameterError
+
 from . import spec as K
 from .values import compare
 
@@ -82,6 +84,8 @@ def compile_expr(e: K.Expr) -> Callable[[dict], object]:
             return lambda env: v
         case K.Col(slot=slot, column=col):
             return lambda env: env[slot][col]
+        case K.Param(name=n):
+            raise ParameterError(K.unbound(n))
         case K.Neg(operand=x):
             f = compile_expr(x)
 

@@ -14,8 +14,10 @@
   trends; aggregation: its aggregates, summed into the group's row).
   That holds while no event may take a keyed state and another state as
   well (in `SEQ(A* a[], A b) WHERE [b.k]` on one stream, (e1) with e1 as b
-  extends to (e1, e2) with e1 as a and e2 as b, whatever e2's key): such a
-  group is refused (`SharedKeyedEvent`), never answered wrongly.
+  extends to (e1, e2) with e1 as a and e2 as b, whatever e2's key): the
+  planner refuses such a key (`logical.rules.keys`), and a group that has
+  such an event anyway is refused here (`SharedKeyedEvent`), never answered
+  wrongly.
 
 Keys compare as Spark compares them (`values.key`: NaN equals NaN, -0.0
 equals 0.0).  The keyed states' masks are columns of their own in a part
@@ -27,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import product
+
+from cetql.errors import shared_keyed_event
 
 from . import spec as K
 from .errors import SharedKeyedEvent
@@ -114,14 +118,11 @@ def _keyed_parts(cols: dict, rows, template: K.TemplateSpec, state_keys: tuple[K
 
 
 def _alone(cols: dict, r: int, q: str, template: K.TemplateSpec) -> None:
-    """Row r, which may take the keyed state q, may take no other state."""
+    """Row r, which may take the keyed state q, may take no other state
+    (the planner refuses a key where one could: `logical.rules.keys`)."""
     for s in template.states:
         if s.name != q and cols[s.mask][r] is True:
-            raise SharedKeyedEvent(
-                f"an equivalence on the events of {q} alone needs events that can be nothing but {q}, and an event "
-                f"here may be {q} or {s.name}: bind the inputs to types that tell them apart, or write the "
-                "equivalence over every variable"
-            )
+            raise SharedKeyedEvent(shared_keyed_event(q, s.name))
 
 
 def nothing(at: int, template: K.TemplateSpec, state_keys: tuple[K.StateKey, ...]) -> Part:

@@ -2,8 +2,10 @@
 
     detect_fn(spec)      RecordBatches sorted by (group, time, id) → trends (`detect`)
     aggregate_fn(spec)   … → one row of aggregates per group (`aggregate`)
-    detect_schema / aggregate_schema: the one definition of each output schema
-    (the Spark side converts it to Spark's)
+    guard_fn(spec)       … → no row; fails as detection would past --max-trends
+                         (the distributed strategy counts before it expands)
+    detect_schema / aggregate_schema / guard_schema: the one definition of
+    each output schema (the Spark side converts it to Spark's)
 
 Pure pyarrow and Python: tests run these functions directly, without Spark.
 
@@ -22,10 +24,10 @@ from __future__ import annotations
 from . import spec as K
 from .aggregate import aggregate_schema, aggregate_table
 from .batches import map_groups
-from .detect import detect_schema, detect_table, group_graphs
+from .detect import detect_schema, detect_table, group_graphs, guard_schema, guard_table
 
 __all__ = ["aggregate_fn", "aggregate_schema", "aggregate_table", "detect_fn", "detect_schema", "detect_table",
-           "group_graphs"]  # fmt: skip
+           "group_graphs", "guard_fn", "guard_schema", "guard_table"]  # fmt: skip
 
 
 def detect_fn(spec: K.DetectSpec):
@@ -36,3 +38,9 @@ def detect_fn(spec: K.DetectSpec):
 def aggregate_fn(spec: K.AggregateSpec):
     """The function given to `mapInArrow` for aggregation."""
     return map_groups(list(spec.columns.group), lambda table: aggregate_table(spec, table))
+
+
+def guard_fn(spec: K.DetectSpec):
+    """For the distributed strategy: count each group's trends as the local
+    kernel does and fail with its message past `max_trends`; yields no row."""
+    return map_groups(list(spec.columns.group), lambda table: guard_table(spec, table))

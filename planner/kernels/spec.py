@@ -3,8 +3,9 @@ partition, as plain frozen values — strings, numbers, tuples, frozensets and
 the enums of `cetql.options`.  No AST, no Spark objects, no closures: a spec
 pickles small and means the same on every worker.
 
-The logical plan is lowered to a spec on the driver (`cetql.planner.lower`);
-the kernels read it (`process` is where they start).
+The physical plan derives the spec on the driver (`planner.physical.kernel`,
+its expressions built in `planner.physical.exprs` alone); the kernels read
+it (`process` is where they start).
 
 Expressions
 -----------
@@ -13,7 +14,8 @@ three-valued logic and Spark SQL's comparisons (`values`): a null operand
 makes a comparison or an arithmetic result null; a null predicate is false;
 division or modulo by zero is null; NaN equals NaN and is larger than every
 number.  `kernels.expr` evaluates them in Python, `spark.exprs` spells them
-as Spark columns.
+as Spark columns, `spark.sql` as Spark SQL text, `physical.show` as the text
+`--explain` prints.
 
 Slots: "self" for an expression over one event (column definitions),
 "prev" and "next" for an edge predicate (the earlier and the later event of
@@ -51,6 +53,14 @@ class Col:
 
     slot: str
     column: str
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A query parameter no value was given for: `--explain` shows it, and
+    evaluating or spelling it is refused (`ParameterError`)."""
+
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +112,7 @@ class IsNotNull:
     operand: Expr
 
 
-Expr = Lit | Col | Neg | Arith | Cmp | And | Or | Not | When | IsNotNull
+Expr = Lit | Col | Param | Neg | Arith | Cmp | And | Or | Not | When | IsNotNull
 
 
 def columns(*exprs: Expr | None) -> tuple[str, ...]:
@@ -114,7 +124,7 @@ def columns(*exprs: Expr | None) -> tuple[str, ...]:
         match e:
             case Col(column=c):
                 found[c] = None
-            case Lit():
+            case Lit() | Param():
                 pass
             case Neg(operand=x) | Not(operand=x) | IsNotNull(operand=x):
                 todo.append(x)
@@ -242,6 +252,11 @@ class StateKey:
 
     state: str
     column: str
+
+
+def unbound(name: str) -> str:
+    """The one message for a parameter left without a value."""
+    return f"unbound parameter '{name}': give it a value with --param {name}=<value>"
 
 
 def _enum_trend_set(spec) -> None:

@@ -1,32 +1,94 @@
 """The logical plan: a frozen tree of typed operators, each decision with its
-reason.  This is the object `--explain` prints and the Spark compiler runs.
+reason.  `--explain` prints it beside the physical plan derived from it.
 
     Scan → Filter → Windows → Partition → Detect | Aggregate
 
-Built from a `BoundQuery`, the run options and what is known of the inputs
-by the rules in `rules.py` (see `build.build`).
+Built from a `BoundQuery`, the run options, what is known of the inputs and
+of the resources they run on, by the rules of `rules/` (see `build.build`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum, StrEnum
+from typing import Generic, TypeVar
 
-from cetql.options import RunOptions, TrendSet
+from cetql.options import Algorithm, Completeness, Index, RunOptions, Sharing, Strategy, TrendSet
 
 from ..semantics import ir
 from ..semantics.schema import Schema
 from ..semantics.template import Template
 
+T = TypeVar("T")
+
+
+class InvalidRows(StrEnum):
+    """What happens to rows with an invalid time or an unreadable value."""
+
+    REJECT = "reject"
+    DROP = "drop"
+
+
+class Numbers(StrEnum):
+    """How aggregates leave the kernel."""
+
+    EXACT_DECIMAL = "exact decimal"
+    EXACT_STRING = "exact string"
+    APPROXIMATE = "approximate"
+
+
+class KeyMethod(StrEnum):
+    """How an equivalence attribute of one variable (`[b.k]`) is enforced."""
+
+    FILTER = "filter"  # the variable binds one event per trend: its key must not be null
+    EDGE = "edge"  # its events are consecutive in a trend: an equal predicate on its own step
+    PARTS = "parts"  # its events are apart: the kernel splits each group by the key
+
+
+class Prefilter(StrEnum):
+    """How the distributed strategy finds sources and sinks (ABI Algorithm 3)."""
+
+    EQUAL = "equal-index"  # per attribute vertex: latest and earliest times (two aggregates, two joins)
+    RANGE = "range-index"  # prefix and suffix extremes over the group's distinct times
+    SEMI_JOIN = "semi-join"  # semi-joins with the whole step condition
+    GRAPHFRAMES = "graphframes"  # GraphFrames' degrees over the (linear) edge list
+    NONE = "none"  # ALL trends: every event starts a path, none is a sink
+
+
+def display(choice) -> str:
+    """A choice as --explain prints it."""
+    if choice is None:
+        return "none"
+    if isinstance(choice, bool):
+        return "yes" if choice else "no"
+    if isinstance(choice, Enum):
+        return str(choice.value)
+    if isinstance(choice, int):
+        return f"{choice:,}"
+    return str(choice)
+
 
 @dataclass(frozen=True)
-class Decision:
-    """A choice the planner made, and why (shown by --explain)."""
+class Decision(Generic[T]):
+    """A choice the planner made (typed: an enum, a number, a flag), and why."""
 
-    choice: str
+    choice: T
     reason: str
 
     def __str__(self) -> str:
-        return f"{self.choice} — {self.reason}"
+        return f"{display(self.choice)} — {self.reason}"
+
+
+@dataclass(frozen=True)
+class InputFacts:
+    """What is known of one input: how it is named, whether it is read as
+    text (CSV, JSON: cast by the reader), and its time column's type."""
+
+    type_name: str | None  # the event type it is bound to (None: a single-type stream)
+    label: str  # path, table or "a DataFrame"
+    text: bool = False
+    time_type: str | None = None  # the time column's type as the reader or Spark gives it
+    nanos: bool = False  # a timestamp column with nanoseconds (read as epoch nanoseconds)
 
 
 @dataclass(frozen=True)
@@ -37,14 +99,27 @@ class Inputs:
     typed: bool | None = None  # inputs bound to type names, else one single-type stream
     types: tuple[str, ...] = ()  # the type names inputs are bound to
     schema: Schema | None = None  # their columns, merged
-    time_kind: str | None = None  # "timestamp" or "numeric"
+    time_kind: str | None = None  # "timestamp", "timestamp_ns" or "numeric"
     names: tuple[str, ...] = ()  # how each input is described (path, table, DataFrame)
-    executor_memory: str | None = None  # the session's executor memory as configured (where kernels run)
-    task_slots: int = 1  # tasks one executor runs at once: they share that memory
+    each: tuple[InputFacts, ...] = ()
 
     @property
     def known(self) -> bool:
         return self.typed is not None
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What is known of where the query runs.  `source` says where the facts
+    came from; `assumed` that no session was seen (compile, explain before
+    run): the plan then shows what it assumed."""
+
+    executor_memory: str | None = None  # an executor's memory for Python, as Spark configures it
+    task_slots: int = 1  # tasks one executor runs at once: they share that memory
+    parallelism: int = 2  # tasks the whole session runs at once
+    graphframes: bool = False  # the GraphFrames JVM package is on the session's classpath
+    source: str = "Spark's defaults"
+    assumed: bool = True
 
 
 # ---------------------------------------------------------------- operators
@@ -56,7 +131,7 @@ class Scan:
     types: tuple[str, ...]  # the event types the pattern reads
     time_col: str
     id_col: str | None  # None: ids derived from input order
-    invalid: Decision  # what happens to rows with an invalid time or value
+    invalid: Decision[InvalidRows]
 
 
 @dataclass(frozen=True)
@@ -81,10 +156,10 @@ class Filter:
 class Windows:
     child: Filter
     window: ir.Window
-    sharing: Decision  # "none" (tumbling), "copy" or "blocks"
-    block: int = 0  # with "blocks": windows per block (the most windows an event falls in)
-    propagate: bool = False  # with "blocks": COUNT(*) of E+ counts every window of a block in one pass
-    shared_graph: bool = False  # with "blocks": detection builds a block's graph once, walks each window on it
+    sharing: Decision[Sharing | None]  # None: tumbling windows, nothing to share
+    block: int = 0  # with blocks: windows per block (the most windows an event falls in)
+    propagate: bool = False  # with blocks: COUNT(*) of E+ counts every window of a block in one pass
+    shared_graph: bool = False  # with blocks: detection builds a block's graph once, walks each window on it
 
 
 @dataclass(frozen=True)
@@ -99,11 +174,19 @@ class Key:
 
 @dataclass(frozen=True)
 class SubKey:
-    """An equivalence attribute that splits a group inside the kernel:
-    of every event (`position` None) or of one position's events."""
+    """An equivalence attribute of every event that splits a group inside
+    the kernel (aggregation: keys that are not GROUP-BY columns)."""
 
-    position: str | None
     attr: str
+
+
+@dataclass(frozen=True)
+class VariableKey:
+    """`[v.k]`: the events bound to `position` all share `attr`."""
+
+    position: str
+    attr: str
+    method: Decision[KeyMethod]
 
 
 @dataclass(frozen=True)
@@ -111,6 +194,8 @@ class Partition:
     child: Windows
     keys: tuple[Key, ...]
     subkeys: tuple[SubKey, ...]
+    variable_keys: tuple[VariableKey, ...]
+    partitions: Decision[int]  # Spark partitions the kernels run in
     reason: str
 
 
@@ -121,7 +206,7 @@ class TransitionPlan:
     source: str
     target: str
     predicates: tuple[ir.EdgePredicate, ...]
-    index: Decision  # "hash", "range" or "scan"
+    index: Decision[Index]
 
 
 @dataclass(frozen=True)
@@ -130,19 +215,19 @@ class Detect:
     template: Template
     transitions: tuple[TransitionPlan, ...]
     cross: tuple[ir.CrossPredicate, ...]
-    trend_set: Decision
-    strategy: Decision
-    guard: Decision
+    trend_set: Decision[TrendSet]
+    strategy: Decision[Strategy]
+    guard: Decision[int]  # the most trends a (window, group) may return; 0: no limit
     with_rows: bool
     cost: str
-    memory: Decision | None = None  # the local strategy: what one group may hold (--memory-budget)
-    memory_bytes: int | None = None  # the budget, in bytes
+    memory: Decision[int] | None = None  # the local strategy: bytes one task may hold (--memory-budget)
     max_edges: int | None = None  # a group's graph stores its edges up to this many
     batch_events: int = 1_000_000  # event ids in one output batch
+    prefilter: Decision[Prefilter] | None = None  # the distributed strategy: sources and sinks
 
     @property
     def trends(self) -> TrendSet:
-        return TrendSet(self.trend_set.choice)
+        return self.trend_set.choice
 
 
 @dataclass(frozen=True)
@@ -152,19 +237,19 @@ class Aggregate:
     transitions: tuple[TransitionPlan, ...]
     aggregates: tuple[ir.AggregateRef, ...]
     group_by: tuple[ir.KeyAttr, ...]
-    trend_set: Decision
-    algorithm: Decision
-    complete: Decision | None  # how COMPLETE trends are told apart (None: ALL trends)
-    numbers: Decision  # "exact decimal", "exact string" or "approximate"
+    trend_set: Decision[TrendSet]
+    algorithm: Decision[Algorithm]
+    complete: Decision[Completeness] | None  # how COMPLETE trends are told apart (None: ALL trends)
+    numbers: Decision[Numbers]
     cost: str
 
     @property
     def trends(self) -> TrendSet:
-        return TrendSet(self.trend_set.choice)
+        return self.trend_set.choice
 
     @property
     def approx(self) -> bool:
-        return self.numbers.choice == "approximate"
+        return self.numbers.choice == Numbers.APPROXIMATE
 
 
 Operator = Scan | Filter | Windows | Partition | Detect | Aggregate
@@ -174,6 +259,7 @@ Operator = Scan | Filter | Windows | Partition | Detect | Aggregate
 class LogicalPlan:
     query: ir.BoundQuery
     options: RunOptions
+    resources: Resources
     root: Detect | Aggregate
 
     def operators(self) -> list[Operator]:
@@ -190,11 +276,3 @@ class LogicalPlan:
     @property
     def kind(self) -> ir.Kind:
         return self.query.kind
-
-    @property
-    def detect(self) -> Detect | None:
-        return self.root if isinstance(self.root, Detect) else None
-
-    @property
-    def aggregate(self) -> Aggregate | None:
-        return self.root if isinstance(self.root, Aggregate) else None

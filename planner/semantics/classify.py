@@ -3,7 +3,7 @@ becomes one typed node —
 
 - `VertexPredicate`: one event against constants — filters the stream;
 - `EquivalencePredicate`: `[attrs]`, or `a.x = b.x = …` with the same
-  attribute over every positive variable — partitions the stream;
+  attribute linking every variable — partitions the stream;
 - `EdgePredicate`: relates consecutive events of a trend, on one template
   transition; written in ABI's form `f(next.lval, h(prev))`: `equal` for `=`,
   `range` for `< <= > >=` when the next event's side and the previous event's
@@ -334,18 +334,15 @@ def _edge(e, text, prev_pos, next_pos, role_of, params, adjacent) -> ir.EdgePred
 
 
 def implied_equivalences(template: Template, preds: list[ir.Predicate]) -> list[ir.Predicate]:
-    """An equality chain `a.x = b.x = …` with one attribute over every
-    positive variable is an equivalence on x (A-Seq's
+    """An equality chain `a.x = b.x = …` with one attribute linking every
+    variable is an equivalence on x (SEMANTICS.md: A-Seq's
     `Kindle.userId=KindleCase.userId=Stylus.userId`, or `a.g = b.g` with b a
-    Kleene part): its conjuncts are replaced by one `[x]`."""
-    positive = {p.name for p in template.positions}
-    if not all(template.required(p) for p in positive):
-        # an absent variable makes `a.x = b.x` vacuous, an equivalence never is
-        return preds
-    if template.negatives:
-        # a negated event blocks whatever its attributes: partitioning by x
-        # would hide the blocking events of other values
-        return preds
+    Kleene part): its conjuncts are replaced by one `[x]`, whichever optional
+    variables (`E?`, `E*`) match nothing.  With a negation, the chain must
+    link the negated variables too: a negated event blocks whatever its
+    attributes unless the query says otherwise, and partitioning by x would
+    hide the blocking events of other values."""
+    positive = set(template.all_positions) if template.negatives else {p.name for p in template.positions}
     candidates = [
         p
         for p in preds

@@ -84,7 +84,14 @@ class Not:
     operand: IExpr
 
 
-IExpr = Const | Param | Ref | Arith | Negate | Cmp | Logic | Not
+@dataclass(frozen=True)
+class IsNotNull:
+    """True iff the operand is not null (NaN is not null): never null itself."""
+
+    operand: IExpr
+
+
+IExpr = Const | Param | Ref | Arith | Negate | Cmp | Logic | Not | IsNotNull
 
 
 def refs(e: IExpr) -> list[Ref]:
@@ -93,7 +100,7 @@ def refs(e: IExpr) -> list[Ref]:
             return [e]
         case Arith(left=a, right=b) | Cmp(left=a, right=b):
             return refs(a) + refs(b)
-        case Negate(operand=x) | Not(operand=x):
+        case Negate(operand=x) | Not(operand=x) | IsNotNull(operand=x):
             return refs(x)
         case Logic(items=items):
             return [r for x in items for r in refs(x)]
@@ -126,10 +133,6 @@ class Window:
 
         return ceil(self.length / self.slide)
 
-    def describe(self) -> str:
-        unit = "" if self.unitless else " s"
-        kind = "tumbling" if self.tumbling else "sliding"
-        return f"{kind} [k*{self.slide}{unit}, k*{self.slide}{unit} + {self.length}{unit})"
 
 
 # ---------------------------------------------------------------- predicates

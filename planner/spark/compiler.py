@@ -1,6 +1,7 @@
-"""The Spark compiler: a logical plan → a lazy DataFrame, one function per
-operator.  Every decision was taken by the plan; names and column
-definitions come from `lower`; this module only spells them in Spark.
+"""The Spark compiler: a physical plan → a lazy DataFrame, one function per
+operator.  Every decision — names, casts, window arithmetic, partition count,
+strategy, pre-filter — was taken by the plan; this module only spells it in
+Spark, and runs no job.
 
     scan → filter → windows → partition → detect | aggregate
 
@@ -19,9 +20,9 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from cetql.options import Strategy
 
 from ..kernels import process
-from ..kernels import spec as K
-from ..logical.plan import Aggregate, Detect, Filter, LogicalPlan, Partition, Scan, Windows
-from ..lower import Physical, lower
+from ..logical.plan import InvalidRows
+from ..physical.kernel import kernel_spec
+from ..physical.plan import Arithmetic, Bounds, Detect, PhysicalPlan, Scan, TimeCast
 from . import reader
 from .distributed import extract
 from .exprs import column
@@ -38,303 +39,287 @@ class Input:
     source: reader.Source | None = None
 
 
-def compile_plan(plan: LogicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
-    return compile_physical(plan, inputs)[0]
-
-
-def compile_physical(plan: LogicalPlan, inputs: dict[str | None, Input]) -> tuple[DataFrame, Physical]:
-    """The plan as a DataFrame, and the lowered plan it was built from (what
-    the workers receive: keys, sub-keys, kernel spec)."""
-    df, phys = _partitioned(plan, inputs)
+def compile_plan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
+    """The plan's result as a lazy DataFrame."""
+    df = partitioned(plan, inputs)
     if isinstance(plan.root, Detect):
-        return detect(plan.root, phys, df), phys
-    return aggregate(plan.root, phys, df), phys
+        return detect(plan, df)
+    return aggregate(plan, df)
 
 
-def compile_kernel_input(plan: LogicalPlan, inputs: dict[str | None, Input]) -> tuple[DataFrame, Physical]:
-    """The rows the kernel of the plan's root receives, unsorted, and the
-    lowered plan (`cetql draw` takes one group of them)."""
-    df, phys = _partitioned(plan, inputs)
-    return _kernel_input(phys, df, phys.spec, []), phys
+def kernel_input(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
+    """The rows the kernel of the plan's root receives, unsorted (`cetql draw`
+    takes one group of them)."""
+    return _kernel_columns(plan, partitioned(plan, inputs))
 
 
-def _partitioned(plan: LogicalPlan, inputs: dict[str | None, Input]) -> tuple[DataFrame, Physical]:
+def partitioned(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
     """Scan → Filter → Windows → Partition, compiled."""
-    columns = tuple(dict.fromkeys(c for i in inputs.values() for c in i.df.columns))
-    phys = lower(plan, columns)
-    df = scan(plan.find(Scan), phys, inputs, used_columns(phys, plan))
-    df = filter_events(plan.find(Filter), phys, df)
-    df = windows(plan.find(Windows), phys, df)
-    return partition(plan.find(Partition), phys, df), phys
-
-
-def used_columns(phys: Physical, plan: LogicalPlan) -> list[str]:
-    """The input columns the plan reads (checked for invalid values)."""
-    internal = phys.names.prefix
-    found: list[str] = [plan.find(Scan).time_col]
-    if plan.find(Scan).id_col:
-        found.append(plan.find(Scan).id_col)
-    read = K.columns(phys.constant, *(e for _, e in (*phys.masks, *phys.subkeys, *phys.derived)))
-    found += [c for c in read if not c.startswith(internal)]
-    found += [attr for _, attr in phys.keys]
-    return list(dict.fromkeys(found))
+    return partition(plan, windows(plan, filter_events(plan, scan(plan, inputs))))
 
 
 # ---------------------------------------------------------------- Scan
 
 
-def scan(op: Scan, phys: Physical, inputs: dict[str | None, Input], used: list[str]) -> DataFrame:
-    """The events: the inputs' columns (typed), plus id, time and type."""
-    n = phys.names
+def _time(op: Scan, cast: TimeCast, t):
+    return {
+        TimeCast.NUMBER: lambda: t,
+        TimeCast.MICROS: lambda: F.unix_micros(t.cast("timestamp")),
+        TimeCast.MICROS_TO_NANOS: lambda: F.unix_micros(t.cast("timestamp")) * F.lit(1000),
+        TimeCast.NANOS: lambda: t.cast("long"),
+        TimeCast.EMPTY: lambda: t.cast("double"),
+    }[cast]()
+
+
+def scan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
+    """The events: the inputs' columns (typed), plus id, time and type; rows
+    with an invalid time or an unreadable value fail the query or are dropped."""
+    op, n = plan.scan, plan.names
     frames = []
-    for type_name, inp in inputs.items():
-        df = inp.df
-        bad = F.lit(None).cast("string")
-        if inp.source is not None and inp.source.text:
+    for si in op.inputs:
+        inp = inputs[si.type_name]
+        df, bad = inp.df, F.lit(None).cast("string")
+        if si.text:
             typed = {}
             for c in inp.source.columns:
                 value, invalid = reader.cast_column(inp.source, c.name)
                 typed[c.name] = value
-                if c.name in used:
+                if c.name in op.checked:
                     bad = F.when(invalid, F.lit(c.name)).otherwise(bad)
-            df = df.select(*[typed[c].alias(c) for c in df.columns], bad.alias(n.prefix + "bad"))
+            df = df.select(*[typed[c].alias(c) for c in df.columns], bad.alias(n.bad))
         else:
-            df = df.withColumn(n.prefix + "bad", bad)
-        nanos = inp.source is not None and any(c.nanos and c.name == op.time_col for c in inp.source.columns)
-        t = F.col(f"`{op.time_col}`")
-        kind = phys.time_kind
-        if kind == "timestamp" and not nanos:
-            time = F.unix_micros(t.cast("timestamp"))
-        elif kind == "timestamp_ns":
-            time = t.cast("long")
-        elif dict(df.dtypes).get(op.time_col) == "string":
-            time = t.cast("double")  # no value seen (an empty input)
-        else:
-            time = t
+            df = df.withColumn(n.bad, bad)
         ident = F.col(f"`{op.id_col}`") if op.id_col else F.monotonically_increasing_id()
-        df = df.withColumn(n.id, ident).withColumn(n.time, time).withColumn(n.type, F.lit(type_name).cast("string"))
-        if nanos:  # show the time as a timestamp (to the microsecond) in rows; n.time keeps every nanosecond
+        time = _time(op, si.time_cast, F.col(f"`{op.time_col}`"))
+        df = df.withColumn(n.id, ident).withColumn(n.time, time)
+        df = df.withColumn(n.type, F.lit(si.type_name).cast("string"))
+        if si.time_cast == TimeCast.NANOS:  # rows show the time to the microsecond; n.time keeps every nanosecond
             df = df.withColumn(op.time_col, F.timestamp_micros(F.floor(F.col(n.time) / 1000).cast("long")))
         frames.append(df)
     out = frames[0]
     for f in frames[1:]:
         out = out.unionByName(f, allowMissingColumns=True)
-
-    tcol = F.col(n.time)
-    invalid_time = tcol.isNull()
-    if phys.time_kind == "numeric" and dict(out.dtypes).get(n.time) in ("double", "float"):
-        invalid_time = invalid_time | F.isnan(tcol) | (F.abs(tcol) == float("inf"))
-    why = (
-        F.when(invalid_time, F.concat(F.lit(f"{INVALID}: time column '{op.time_col}' is null, NaN or infinite")))
-        .when(F.col(n.prefix + "bad").isNotNull(), F.concat(F.lit(f"{INVALID} in column '"), F.col(n.prefix + "bad"),
-                                                            F.lit("'")))  # fmt: skip
-    )
-    if op.invalid.choice == "drop":
+    t = F.col(n.time)
+    invalid_time = t.isNull()
+    if op.nan_times:
+        invalid_time = invalid_time | F.isnan(t) | (F.abs(t) == float("inf"))
+    why = (F.when(invalid_time, F.lit(f"{INVALID}: time column '{op.time_col}' is null, NaN or infinite"))
+           .when(F.col(n.bad).isNotNull(), F.concat(F.lit(f"{INVALID} in column '"), F.col(n.bad), F.lit("'"))))  # fmt: skip
+    if op.invalid == InvalidRows.DROP:
         out = out.filter(why.isNull())
     else:
-        out = out.withColumn(n.time, F.when(why.isNull(), tcol).otherwise(F.raise_error(why).cast(out.schema[n.time].dataType)))
-    return out.drop(n.prefix + "bad")
+        out = out.withColumn(n.time, F.when(why.isNull(), t).otherwise(F.raise_error(why).cast(out.schema[n.time].dataType)))
+    return out.drop(n.bad)
 
 
 # ---------------------------------------------------------------- Filter
 
 
-def filter_events(op: Filter, phys: Physical, df: DataFrame) -> DataFrame:
+def filter_events(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     """Constant conditions, then one mask column per position; events that
     may take no position are dropped."""
-    if phys.constant is not None:
-        df = df.filter(F.coalesce(column(phys.constant), F.lit(False)))
+    op = plan.filter
+    if op.constant is not None:
+        df = df.filter(F.coalesce(column(op.constant), F.lit(False)))
     any_state = F.lit(False)
-    for name, definition in phys.masks:
-        df = df.withColumn(name, F.coalesce(column(definition), F.lit(False)))
-        any_state = any_state | F.col(name)
+    for m in op.masks:
+        df = df.withColumn(m.column, F.coalesce(column(m.definition), F.lit(False)))
+        any_state = any_state | F.col(m.column)
     return df.filter(any_state)
 
 
 # ---------------------------------------------------------------- Windows
 
 
-def windows(op: Windows, phys: Physical, df: DataFrame) -> DataFrame:
-    """One row per (event, window it falls in): windows [k*s, k*s + w), with
-    integer arithmetic for integer times."""
-    n = phys.names
-    t = F.col(n.time)
-    w, s = phys.window_length, phys.window_slide
-    integral = isinstance(w, int) and isinstance(s, int) and dict(df.dtypes).get(n.time) in ("bigint", "int",
-                                                                                          "smallint", "tinyint")  # fmt: skip
-    if integral:
-        k_hi = _floor_div(f"`{n.time}`", s)
-        k_lo = _floor_div(f"(`{n.time}` - {w})", s) + F.lit(1)
-    else:
-        k_hi = F.floor(t / F.lit(s)).cast("long")
-        k_lo = (F.floor((t - F.lit(w)) / F.lit(s)) + 1).cast("long")
-    if op.sharing.choice == "none":
+def _exact_time(plan: PhysicalPlan) -> str:
+    """The internal time as a SQL expression in the plan's arithmetic."""
+    t = f"`{plan.names.time}`"
+    w = plan.windows
+    if w.arithmetic == Arithmetic.INTEGER:
+        return t
+    return f"try_cast({t} AS DECIMAL(38, {w.scale}))"
+
+
+def number(v) -> str:
+    """An exact number as a SQL literal: an integer, or a decimal written out
+    (never an exponent, which Spark would read as a double)."""
+    return str(v) if isinstance(v, int) else format(v, "f")
+
+
+def _floor_div(x: str, s) -> str:
+    """floor(x / s), exactly: in integers or decimals (Spark's `/` goes
+    through a double, which is wrong for epoch nanoseconds and for 0.1)."""
+    s = number(s)
+    return f"((({x}) - pmod({x}, {s})) div {s})"
+
+
+def windows(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
+    """One row per (event, window it falls in) — or per (event, block) —:
+    windows [k*s, k*s + w) in the plan's exact arithmetic."""
+    n, w = plan.names, plan.windows
+    t = _exact_time(plan)
+    k_hi = F.expr(_floor_div(t, w.slide))
+    k_lo = F.expr(f"{_floor_div(f'({t} - {number(w.length)})', w.slide)} + 1")
+    if w.sharing is None:
         return df.withColumn(n.window, k_hi)
-    if op.block:
-        # blocks of `block` windows: an event falls in at most 2 of them
+    if w.block:
         df = df.withColumn(n.window_lo, k_lo).withColumn(n.window_hi, k_hi)
-        b_lo = _floor_div(f"`{n.window_lo}`", op.block)
-        b_hi = _floor_div(f"`{n.window_hi}`", op.block)
+        b_lo, b_hi = F.expr(_floor_div(f"`{n.window_lo}`", w.block)), F.expr(_floor_div(f"`{n.window_hi}`", w.block))
         return df.withColumn(n.window, F.explode(F.sequence(b_lo, b_hi)))
     return df.withColumn(n.window, F.explode(F.sequence(k_lo, k_hi)))
 
 
-def _floor_div(x: str, s: int):
-    """floor(x / s) for a long SQL expression `x`, exactly (Spark's `/` goes
-    through a double, which is wrong for epoch nanoseconds)."""
-    return F.expr(f"({x} - pmod({x}, {s})) div {s}")
+def window_bounds(plan: PhysicalPlan):
+    """(window_start, window_end) columns from the window index."""
+    w = plan.windows
+    start = F.expr(f"`{plan.names.window}` * {number(w.slide)}")
+    end = F.expr(f"`{plan.names.window}` * {number(w.slide)} + {number(w.length)}")
+    if w.bounds == Bounds.TIMESTAMP:
+        return F.timestamp_micros(start.cast("long")), F.timestamp_micros(end.cast("long"))
+    if w.bounds == Bounds.TIMESTAMP_NS:
+        return (F.timestamp_micros(F.floor(start / 1000).cast("long")),
+                F.timestamp_micros(F.floor(end / 1000).cast("long")))  # fmt: skip
+    if w.bounds == Bounds.DECIMAL:
+        kind = f"decimal(38,{w.bounds_scale})"
+        return start.cast(kind), end.cast(kind)
+    if w.bounds == Bounds.DOUBLE:
+        return start.cast("double"), end.cast("double")
+    return start.cast("long"), end.cast("long")
 
 
 # ---------------------------------------------------------------- Partition
 
 
-def partition(op: Partition, phys: Physical, df: DataFrame) -> DataFrame:
-    """Key columns (rows with a null key are in no trend) and sub-key columns."""
-    for name, attr in phys.keys:
-        df = df.filter(F.col(f"`{attr}`").isNotNull()).withColumn(name, F.col(f"`{attr}`"))
-    for name, definition in phys.subkeys:
-        df = df.withColumn(name, column(definition))
+def partition(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
+    """Key columns (rows with a null key are in no trend) and the columns the
+    kernel splits groups by."""
+    op = plan.partition
+    for k in op.keys:
+        df = df.filter(F.col(f"`{k.attr}`").isNotNull()).withColumn(k.column, F.col(f"`{k.attr}`"))
+    for k in op.subkeys:
+        df = df.withColumn(k.column, F.col(f"`{k.attr}`"))
+    for k in op.state_keys:
+        df = df.withColumn(k.column, F.col(f"`{k.attr}`"))
     return df
 
 
 # ---------------------------------------------------------------- Detect / Aggregate
 
 
-def _kernel_input(phys: Physical, df: DataFrame, spec, extra: list[str]) -> DataFrame:
-    for name, definition in phys.derived:
-        df = df.withColumn(name, column(definition))
-    c = spec.columns
-    cols = [*c.group, c.time, c.id, *(m for m, _ in phys.masks), *((c.window_lo, c.window_hi) if c.block else ())]
-    cols += [name for name, _ in phys.derived] + [name for name, _ in phys.subkeys] + extra
+def _kernel_columns(plan: PhysicalPlan, df: DataFrame, extra: tuple[str, ...] = ()) -> DataFrame:
+    n, part = plan.names, plan.partition
+    for d in plan.root.derived:
+        df = df.withColumn(d.column, column(d.definition))
+    cols = [*part.group, n.time, n.id, *(m.column for m in plan.filter.masks)]
+    if plan.windows.block:
+        cols += [n.window_lo, n.window_hi]
+    cols += [d.column for d in plan.root.derived] + [k.column for k in part.subkeys]
+    cols += [k.column for k in part.state_keys] + list(extra)
     return df.select(*dict.fromkeys(cols))
 
 
-def _sorted(df: DataFrame, spec, partitions: int | None) -> DataFrame:
-    group = list(spec.columns.group)
-    # An explicit count: adaptive execution would otherwise coalesce small
-    # shuffles into fewer partitions than cores and leave the kernel on one.
-    partitions = partitions or int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    return df.repartition(partitions, *group).sortWithinPartitions(*group, spec.columns.time, spec.columns.id)
+def sorted_groups(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
+    """The kernel's input: hash-partitioned by group into the plan's count of
+    partitions (one kernel task each), each sorted by group, time, id."""
+    group = list(plan.partition.group)
+    return (df.repartition(plan.partition.partitions, *group)
+            .sortWithinPartitions(*group, plan.names.time, plan.names.id))  # fmt: skip
 
 
-def _window_bounds(phys: Physical):
-    k = F.col(phys.names.window)
-    start = k * F.lit(phys.window_slide)
-    end = start + F.lit(phys.window_length)
-    if phys.time_kind == "timestamp":
-        return F.timestamp_micros(start.cast("long")), F.timestamp_micros(end.cast("long"))
-    if phys.time_kind == "timestamp_ns":
-        return (F.timestamp_micros(F.floor(start / 1000).cast("long")),
-                F.timestamp_micros(F.floor(end / 1000).cast("long")))  # fmt: skip
-    return start, end
+def _with_rows(plan: PhysicalPlan, df: DataFrame) -> tuple[DataFrame, tuple[str, ...]]:
+    if not plan.root.with_rows:
+        return df, ()
+    user = [c for c in df.columns if not c.startswith(plan.names.prefix)]
+    return df.withColumn(plan.names.row, F.struct(*[F.col(f"`{c}`") for c in user])), (plan.names.row,)
 
 
-def _spark_schema(arrow_schema):
-    return from_arrow_schema(arrow_schema)
-
-
-def detect(op: Detect, phys: Physical, df: DataFrame) -> DataFrame:
-    spec: K.DetectSpec = phys.spec
-    extra = []
-    if spec.columns.row:
-        user = [c for c in df.columns if not c.startswith(phys.names.prefix)]
-        df = df.withColumn(spec.columns.row, F.struct(*[F.col(f"`{c}`") for c in user]))
-        extra.append(spec.columns.row)
-    df = _kernel_input(phys, df, spec, extra)
-    if op.strategy.choice == Strategy.DISTRIBUTED.value:
-        trends = extract(spec, df)
+def detect(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
+    spec = kernel_spec(plan)
+    df, extra = _with_rows(plan, df)
+    df = _kernel_columns(plan, df, extra)
+    if plan.root.strategy == Strategy.DISTRIBUTED:
+        trends = extract(plan, spec, df)
     else:
-        df = _sorted(df, spec, None)
+        df = sorted_groups(plan, df)
         schema = process.detect_schema(spec, to_arrow_schema(df.schema))
-        trends = df.mapInArrow(process.detect_fn(spec), _spark_schema(schema))
-    start, end = _window_bounds(phys)
+        trends = df.mapInArrow(process.detect_fn(spec), from_arrow_schema(schema))
+    start, end = window_bounds(plan)
     cols = [start.alias("window_start"), end.alias("window_end")]
-    cols += [F.col(name).alias(attr) for name, attr in phys.keys]
-    cols += [F.col("events"), F.col("length")]
-    if spec.columns.row:
-        cols.append(F.col("rows"))
+    cols += [F.col(k.column).alias(k.attr) for k in plan.partition.keys]
+    cols += [F.col("events"), F.col("length")] + ([F.col("rows")] if plan.root.with_rows else [])
     return trends.select(*cols)
 
 
-def aggregate(op: Aggregate, phys: Physical, df: DataFrame) -> DataFrame:
-    spec: K.AggregateSpec = phys.spec
-    df = _sorted(_kernel_input(phys, df, spec, []), spec, None)
+def aggregate(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
+    spec = kernel_spec(plan)
+    df = sorted_groups(plan, _kernel_columns(plan, df))
     schema = process.aggregate_schema(spec, to_arrow_schema(df.schema))
-    out = df.mapInArrow(process.aggregate_fn(spec), _spark_schema(schema))
-    start, end = _window_bounds(phys)
+    out = df.mapInArrow(process.aggregate_fn(spec), from_arrow_schema(schema))
+    start, end = window_bounds(plan)
     cols = [start.alias("window_start"), end.alias("window_end")]
-    by_name = dict(phys.keys)
-    cols += [F.col(c).alias(by_name[c]) for c in spec.output_keys]
+    cols += [F.col(k.column).alias(k.attr) for k in plan.partition.keys if k.output is not None]
     cols += [F.col(f"`{t.name}`") for t in spec.targets]
     return out.select(*cols)
 
 
-# ---------------------------------------------------------------- diagnosis
+# ---------------------------------------------------------------- after a failure, or on request
 
 
-def diagnose_invalid(plan: LogicalPlan, inputs: dict[str | None, Input]) -> str:
+def diagnose_invalid(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> str:
     """Why the scan refused rows, with counts and a sample (one small job per
     input; run only after a query failed on an invalid row)."""
-    columns = tuple(dict.fromkeys(c for i in inputs.values() for c in i.df.columns))
-    phys = lower(plan, columns)
-    used = used_columns(phys, plan)
-    op = plan.find(Scan)
+    op = plan.scan
     parts = []
-    for type_name, inp in inputs.items():
-        where = f" of input {type_name}" if type_name else ""
+    for si in op.inputs:
+        inp = inputs[si.type_name]
+        where = f" of input {si.type_name}" if si.type_name else ""
         df, aggs, labels = inp.df, [], []
-        text = inp.source is not None and inp.source.text
-        for name in used:
+        for name in op.checked:
             if name not in df.columns:
                 continue
-            if text:
+            if si.text:
                 typed, invalid = reader.cast_column(inp.source, name)
                 aggs += [F.sum(invalid.cast("long")), F.first(F.when(invalid, F.col(f"`{name}`")), ignorenulls=True)]
-                labels.append(("invalid", name, inp.source and next(c.type for c in inp.source.columns if c.name == name)))
+                labels.append(("invalid", name, next(c.type for c in inp.source.columns if c.name == name)))
             else:
                 typed = F.col(f"`{name}`")
             if name == op.time_col:
                 bad = typed.isNull()
-                if dict(df.dtypes).get(name) in ("double", "float") or (text and _source_type(inp, name) == "double"):
+                if op.nan_times:
                     bad = bad | F.isnan(typed) | (F.abs(typed) == float("inf"))
                 aggs.append(F.sum(bad.cast("long")))
                 labels.append(("time", name, None))
-        if not aggs:
-            continue
-        row = df.agg(*aggs).collect()[0]
-        values = list(row)
-        for kind, name, typ in labels:
-            if kind == "invalid":
-                n, sample = values.pop(0), values.pop(0)
-                if n:
-                    what = {"bigint": "a whole number", "double": "a number", "timestamp": "a time",
-                            "boolean": "true or false"}.get(typ, typ)  # fmt: skip
-                    parts.append(f"column '{name}'{where} holds {n:,} value(s) that cannot be read as {what} "
-                                 f"(e.g. {sample!r})")  # fmt: skip
-            else:
-                n = values.pop(0)
-                if n:
-                    parts.append(f"time column '{name}'{where}: {n:,} row(s) have no time (null, NaN or infinite)")
+        if aggs:
+            parts += _describe_counts(list(df.agg(*aggs).collect()[0]), labels, where)
     if not parts:
         return "an input row was refused (null time or unreadable value)"
     return "; ".join(parts) + "; fix the input, or run with --drop-invalid to drop those rows"
 
 
-def _source_type(inp: Input, name: str) -> str | None:
-    return next((c.type for c in inp.source.columns if c.name == name), None) if inp.source else None
+def _describe_counts(values: list, labels: list, where: str) -> list[str]:
+    parts = []
+    for kind, name, typ in labels:
+        if kind == "invalid":
+            n, sample = values.pop(0), values.pop(0)
+            if n:
+                what = {"bigint": "a whole number", "double": "a number", "timestamp": "a time",
+                        "boolean": "true or false"}.get(typ, typ)  # fmt: skip
+                parts.append(f"column '{name}'{where} holds {n:,} value(s) that cannot be read as {what} "
+                             f"(e.g. {sample!r})")  # fmt: skip
+        else:
+            n = values.pop(0)
+            if n:
+                parts.append(f"time column '{name}'{where}: {n:,} row(s) have no time (null, NaN or infinite)")
+    return parts
 
 
-def count_invalid(plan: LogicalPlan, inputs: dict[str | None, Input]) -> int:
-    """How many input rows --drop-invalid drops (one job)."""
-    columns = tuple(dict.fromkeys(c for i in inputs.values() for c in i.df.columns))
-    phys = lower(plan, columns)
-    kept = scan(plan.find(Scan), phys, inputs, used_columns(phys, plan)).count()
+def count_invalid(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> int:
+    """How many input rows --drop-invalid drops (one job; asked for by the CLI's summary)."""
+    kept = scan(plan, inputs).count()
     return sum(i.df.count() for i in inputs.values()) - kept
 
 
-def compile_events(plan: LogicalPlan, inputs: dict[str | None, Input]) -> tuple[DataFrame, str]:
+def events(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> tuple[DataFrame, str]:
     """The scanned events (before windows) and the name of their id column:
     for looking up the events of a few trends."""
-    columns = tuple(dict.fromkeys(c for i in inputs.values() for c in i.df.columns))
-    phys = lower(plan, columns)
-    return scan(plan.find(Scan), phys, inputs, used_columns(phys, plan)), phys.names.id
+    return scan(plan, inputs), plan.names.id

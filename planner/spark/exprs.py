@@ -12,6 +12,8 @@ from decimal import Decimal
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from cetql.errors import ParameterError
+
 from ..kernels import spec as K
 
 
@@ -44,6 +46,8 @@ def column(e: K.Expr, resolve=lambda slot, name: F.col(f"`{name}`")) -> Column:
                 return _lit(v)
             case K.Col(slot=slot, column=name):
                 return resolve(slot, name)
+            case K.Param(name=n):
+                raise ParameterError(K.unbound(n))
             case K.Neg(operand=a):
                 return -spell(a)
             case K.Arith(op=op, left=a, right=b):
