@@ -80,8 +80,7 @@ def main() -> None:
                         out = folder / f"{name}-{how}-{i}"
                         cmd = [*cetql, "run", str(qfile), "--input", str(data), "--id-col", "id", "--output",
                                str(out), "--format", "parquet"]  # fmt: skip
-                        if how == "warm":
-                            cmd += ["--remote", f"sc://127.0.0.1:{port}"]
+                        cmd += ["--remote", f"sc://127.0.0.1:{port}"] if how == "warm" else ["--no-serve"]
                         elapsed, _, _ = timed_run(cmd, env)
                         counts.add(pq.ParquetDataset(out).read(columns=["length"]).num_rows)
                         times[how].append(elapsed)

@@ -7,8 +7,22 @@ import re
 import sys
 from pathlib import Path
 
-from .errors import ParameterError, UsageError
+from .errors import ArgumentTypeError, ParameterError, UsageError
 from .planner.semantics.bind import parse_param
+
+
+class QueryTextError(ArgumentTypeError):
+    """A query that is not text (`cetql.compile(None)`): a cetql error, and
+    a TypeError as Python's own functions raise for an argument of the wrong type."""
+
+
+def query_text(text) -> str:
+    """The query text, or a `QueryTextError` saying what was given instead."""
+    if isinstance(text, str):
+        return text
+    if isinstance(text, (bytes, bytearray)):
+        raise QueryTextError("the query is bytes; give it as text (str), e.g. data.decode('utf-8')")
+    raise QueryTextError(f"the query must be text (str), not {type(text).__name__}")
 
 
 def read_query(path: str) -> str:

@@ -21,6 +21,7 @@ import logging
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from . import __version__, draw, gen, repl, serve
@@ -40,6 +41,7 @@ from .session import get_spark, is_connect, log_path
 
 EXIT_CANCELLED = 130
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
+MAX_LIMIT = 2**31 - 1  # Spark's limit is a 32-bit number
 
 
 # ---------------------------------------------------------------- arguments
@@ -62,6 +64,7 @@ def run_options(args) -> RunOptions:
         "max_windows": getattr(args, "max_windows", None),
         "memory_budget": getattr(args, "memory_budget", None),
         "partitions": getattr(args, "partitions", None),
+        "time_zone": getattr(args, "time_zone", None),
     }
     return RunOptions.of(**keywords)
 
@@ -131,7 +134,12 @@ def cmd_run(args) -> int:
                                 query_file=args.query_file, fmt=fmt)  # fmt: skip
     show = _show_attrs(args.show, inputs)
 
-    spark = get_spark(args.master, remote=args.remote, verbose=args.verbose)
+    remote = args.remote
+    found = None if args.no_serve else serve.discovered(args.master, remote)
+    if found:
+        print(f"using cetql serve at {found}; --no-serve to start a local Spark", file=sys.stderr)
+        remote = found
+    spark = get_spark(args.master, remote=remote, verbose=args.verbose, time_zone=options.time_zone)
     _ACTIVE["spark"] = spark
     execution = None
     started = time.monotonic()
@@ -148,7 +156,8 @@ def cmd_run(args) -> int:
                 else:
                     print(f"wrote {rows:,} {noun} to {args.output} ({fmt.value}) in {time.monotonic() - started:.1f} s")
             else:
-                print_result(execution, limit=args.limit, fmt=args.format, show=show, stream=sys.stdout)
+                with printing_zone(options.time_zone):
+                    print_result(execution, limit=args.limit, fmt=args.format, show=show, stream=sys.stdout)
             if options.drop_invalid:
                 dropped = count_invalid(execution.plan, execution.inputs)
                 if dropped:
@@ -169,6 +178,28 @@ def cmd_run(args) -> int:
     return 0
 
 
+@contextmanager
+def printing_zone(zone: str):
+    """Times printed in `zone` (--time-zone, UTC by default), the session's
+    zone, whatever the machine's: pyspark hands timestamps to Python as the
+    process's local time."""
+    import re
+
+    m = re.fullmatch(r"([+-])(\d\d):(\d\d)", zone)
+    posix = f"<{m[1]}{m[2]}{m[3]}>{'-' if m[1] == '+' else '+'}{m[2]}:{m[3]}" if m else zone  # POSIX: west is +
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = posix
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
 def _show_attrs(text: str | None, inputs=None):
     if text is None:
         return None
@@ -185,13 +216,15 @@ def _show_attrs(text: str | None, inputs=None):
 # ---------------------------------------------------------------- the parser
 
 
-def _common(p, *, run: bool) -> None:
+def _common(p) -> None:
     p.add_argument("query_file", help="a .cet file, or - for standard input")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="bind a query parameter (repeatable)")
     p.add_argument("--time-col", default="ts", help="the time column: a timestamp or a number (default: ts)")
     p.add_argument("--time-unit", choices=["s", "ms", "us", "ns"],
                    help="what one unit of a numeric time column is, for durations with units (default: s)")
     p.add_argument("--id-col", help="a column of event ids (default: ids derived from the input order)")
+    p.add_argument("--time-zone", metavar="ZONE",
+                   help="the zone of times written without one, e.g. Europe/Berlin or +05:30 (default: UTC)")
     p.add_argument("--strategy", choices=["local", "distributed"], help="force a detection strategy")
     p.add_argument("--trends", choices=["complete", "maximal", "all"], help="override the query's trend set")
     p.add_argument("--sharing", choices=["copy", "blocks"],
@@ -221,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     c = sub.add_parser("compile", help="check a query and show how it will run (no Spark)")
-    _common(c, run=False)
+    _common(c)
     c.add_argument("--explain", action="store_true", help="show the plan, the predicates and the template")
     c.add_argument("--ast", action="store_true", help="also show the syntax tree")
     c.add_argument("--schema", help="input columns, e.g. 'ts timestamp, src string, dst string'")
@@ -231,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=cmd_compile)
 
     r = sub.add_parser("run", help="run a query on Spark")
-    _common(r, run=True)
+    _common(r)
     r.add_argument("--input", action="append", required=True, metavar="[TYPE=]PATH",
                    help="CSV (with a header), Parquet or JSON-lines file or folder, or a table/view name; "
                         "Type=PATH binds an input to one event type (repeatable)")  # fmt: skip
@@ -246,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--show", metavar="ATTR,…", help="print each trend as the chain of these attributes' values")
     r.add_argument("--master", help="Spark master URL (default: the active session, else local[*])")
     r.add_argument("--remote", help="a Spark Connect server, sc://host:port (also: SPARK_REMOTE)")
+    r.add_argument("--no-serve", action="store_true",
+                   help="start a local Spark even where a `cetql serve` of this Python and cetql runs on this "
+                        "machine (by default the query is sent to it)")  # fmt: skip
     r.add_argument("--partitions", type=int, help="Spark partitions for the kernels (default: shuffle partitions)")
     r.add_argument("--verbose", action="store_true", help="let Spark's own log reach the terminal")
     r.set_defaults(func=cmd_run)
@@ -303,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_python_logging(getattr(args, "verbose", False))
     if (getattr(args, "limit", None) or 0) < 0:
         parser.error("--limit must be zero (all rows) or positive")
+    if getattr(args, "limit", 0) is not None and getattr(args, "limit", 0) > MAX_LIMIT:
+        parser.error(f"--limit must be at most {MAX_LIMIT:,} (0 prints every row)")
     as_json = getattr(args, "format", None) == "json" and args.command == "compile"
     try:
         return args.func(args)

@@ -44,6 +44,7 @@ OPTION_FLAGS: dict[str, tuple[str, object]] = {
     **{"--" + k.replace("_", "-"): (k, v) for k, v in _ENUMS.items()},
     "--time-col": ("time_col", "name"),
     "--id-col": ("id_col", "name"),
+    "--time-zone": ("time_zone", "name"),
     "--max-trends": ("max_trends", "int"),
     "--max-windows": ("max_windows", "int"),
     "--partitions": ("partitions", "int"),

@@ -84,7 +84,7 @@ def plan_lines(plan: LogicalPlan) -> list[str]:
             op("Partition", *lines)
         elif isinstance(node, Detect):
             lines = [f"trends: {node.trend_set}", f"strategy: {node.strategy}"]
-            lines += _transition_lines(node.transitions, node.template)
+            lines += _transition_lines(node.transitions)
             lines += [f"cross: {c.text} — {c.reason}" for c in node.cross]
             lines.append(f"guard: {node.guard}")
             if node.prefilter is not None:
@@ -104,13 +104,13 @@ def plan_lines(plan: LogicalPlan) -> list[str]:
             if node.complete is not None:
                 lines.append(f"complete: {node.complete}")
             lines.append(f"numbers: {node.numbers}")
-            lines += _transition_lines(node.transitions, node.template)
+            lines += _transition_lines(node.transitions)
             lines.append(f"cost: {node.cost}")
             op("Aggregate", *lines)
     return out
 
 
-def _transition_lines(transitions, template: Template) -> list[str]:
+def _transition_lines(transitions) -> list[str]:
     lines = []
     for tp in transitions:
         where = " AND ".join(p.text for p in tp.predicates) or "no predicate"
@@ -305,7 +305,7 @@ def ast_to_data(node):
     return _jsonable(node)
 
 
-def _ast_lines(node, indent: str = "") -> list[str]:
+def _ast_lines(node) -> list[str]:
     data = ast_to_data(node)
     return _data_lines(data, "")
 

@@ -39,7 +39,7 @@ def _patch(cls) -> None:
 class _PatchConnect(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Adds `cet` to Connect's session class once its module has loaded."""
 
-    def find_spec(self, name, path, target=None):
+    def find_spec(self, name, _path, _target=None):
         if name != CONNECT:
             return None
         sys.meta_path.remove(self)

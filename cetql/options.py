@@ -148,6 +148,24 @@ def format_size(size: int) -> str:
 TIME_UNITS = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
+_NOT_ZONES = {"localtime", "posixrules", "Factory"}  # files of the zone database that name no zone
+
+
+def time_zone(value) -> str:
+    """A time zone name (`Europe/Berlin`, `UTC`) or a fixed offset (`+05:30`),
+    as given; anything else is a `UsageError` with what to give."""
+    import re
+    import zoneinfo
+
+    text = value.strip() if isinstance(value, str) else None
+    if text and re.fullmatch(r"[+-](0\d|1[0-8]):[0-5]\d", text):
+        return text
+    if text and text not in _NOT_ZONES and text in zoneinfo.available_timezones():
+        return text
+    raise UsageError(f"{flag('time_zone')} {value!r}: unknown time zone; give a zone name such as UTC or "
+                     "Europe/Berlin, or an offset such as +05:30")  # fmt: skip
+
+
 def _enum(cls, value, keyword: str, what: str):
     if value is None or isinstance(value, cls):
         return value
@@ -200,6 +218,7 @@ class RunOptions:
     id_col: str | None = None
     drop_invalid: bool = False
     memory_budget: int | None = None  # bytes a detection group may add beyond its events; None: the default
+    time_zone: str = "UTC"  # the zone of times written without one (an IANA name or ±hh:mm)
 
     @classmethod
     def of(cls, options: RunOptions | None = None, **keywords) -> RunOptions:
@@ -237,6 +256,8 @@ class RunOptions:
             if unit not in TIME_UNITS:
                 raise UsageError(f"--time-unit {given['time_unit']!r}: expected one of {', '.join(TIME_UNITS)}")
             given["time_unit"] = unit
+        if "time_zone" in given:
+            given["time_zone"] = time_zone(given["time_zone"])
         for col in ("time_col", "id_col"):
             if col in given and given[col] is not None:
                 if not isinstance(given[col], str):

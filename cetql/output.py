@@ -172,7 +172,7 @@ def resolve_output(
     except OSError as e:
         raise _refuse(given, f"cannot be examined: {e.strerror or e}") from None
     if st is not None:
-        _refuse_kind(given, st.st_mode, kind, writer)
+        _refuse_kind(given, st.st_mode, kind)
     parent = _existing_parent(given, target, make_parents)
     if parent == target.parent:
         recover(parent, notify=notify)
@@ -234,7 +234,7 @@ def _home() -> Path | None:
         return None
 
 
-def _refuse_kind(given: str, mode_bits: int, kind: str, writer: str) -> None:
+def _refuse_kind(given: str, mode_bits: int, kind: str) -> None:
     what = _what(mode_bits)
     if kind == FOLDER and not stat.S_ISDIR(mode_bits):
         if stat.S_ISREG(mode_bits):
@@ -532,7 +532,7 @@ class staged:
                     self._saved[sig] = signal.signal(sig, self._handle)
         return self
 
-    def __exit__(self, typ, exc, tb):
+    def __exit__(self, typ, *_):
         self._defer = True  # from here a signal waits until the result is in place, or gone
         try:
             if typ is None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 
 from . import ast as A
+from .arguments import query_text
 from .errors import ArgumentTypeError, InputNotFoundError, QueryError, UnknownTypeError, UsageError, spoken
 from .explain import explain_json, explain_text
 from .options import RunOptions, option_names, unknown_keyword
@@ -49,8 +50,7 @@ def compile(  # noqa: A001 - the public name users expect
     (`trends=`, `strategy=`, `time_col=`, …; see `RunOptions`): what they
     make impossible is refused here, before any data is read.  Without
     `inputs` and `resources`, the plan assumes them (`explain()` says what)."""
-    if not isinstance(text, str):
-        raise ArgumentTypeError(f"the query must be text (a str), not {type(text).__name__}")
+    text = query_text(text)
     options = RunOptions.of(options, **keywords)
     params = check_params(_param_dict(params))
     if inputs is None and schema is not None:

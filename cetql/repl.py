@@ -368,7 +368,7 @@ def _prompt_session(shell: Shell):
     from prompt_toolkit.key_binding import KeyBindings
 
     class Words(Completer):
-        def get_completions(self, document, complete_event):
+        def get_completions(self, document, _complete_event):
             before = document.text_before_cursor
             word = re.search(r"[A-Za-z0-9_:-]*$", before).group(0).split(".")[-1]
             for w in shell.words(before):

@@ -54,7 +54,7 @@ class Execution:
 
 def execute(compiled, data, typed: dict, *, spark, options) -> Execution:
     spark = spark or get_spark()
-    inputs = resolve(spark, data, typed)
+    inputs = resolve(spark, data, typed, options.time_zone)
     known = describe_inputs(inputs, options.time_col)
     pattern_types = {p.type for p in compiled.query.positions.values()}
     unknown = set(known.types) - pattern_types
@@ -128,8 +128,9 @@ def default_resources() -> Resources:
 # ---------------------------------------------------------------- inputs
 
 
-def resolve(spark, data, typed: dict) -> dict[str | None, Input]:
-    """{type name or None: Input} from what the user gave."""
+def resolve(spark, data, typed: dict, time_zone: str = "UTC") -> dict[str | None, Input]:
+    """{type name or None: Input} from what the user gave.  Timestamps
+    without a zone are read in `time_zone`, whatever the session's zone."""
     given: dict = {}
     if isinstance(data, dict):
         given.update(data)
@@ -146,23 +147,33 @@ def resolve(spark, data, typed: dict) -> dict[str | None, Input]:
     out = {}
     for name, value in given.items():
         if isinstance(value, DataFrame):
-            out[name] = Input(value)
+            out[name] = Input(reader.zoned(value, time_zone))
         elif isinstance(value, (str, Path)):
-            out[name] = read_input(spark, value)
+            out[name] = read_input(spark, value, time_zone)
         else:
             raise UsageError(f"input {name or ''} is a {type(value).__name__}; give a DataFrame, a path or a table name")
-    return out
+    return _one_precision(out)
 
 
-def read_input(spark, spec) -> Input:
+def _one_precision(inputs: dict[str | None, Input]) -> dict[str | None, Input]:
+    """A timestamp column in nanoseconds in one input and in microseconds in
+    another is read to the nanosecond in both (pandas' Parquet beside
+    Spark's): one kind of time, exactly."""
+    nanos = {c.name for inp in inputs.values() if inp.source is not None for c in inp.source.columns if c.nanos}
+    if not nanos or len(inputs) < 2:
+        return inputs
+    return {name: Input(*reader.as_nanoseconds(inp.df, inp.source, nanos)) for name, inp in inputs.items()}
+
+
+def read_input(spark, spec, time_zone: str = "UTC") -> Input:
     text = str(spec)
     if Path(text).exists():
-        source = reader.describe(text)
+        source = reader.describe(text, time_zone)
         return Input(reader.read(spark, source), source)
     if reader.is_path(text):
         raise UsageError(f"input '{text}' does not exist")
     if _table_exists(spark, text):
-        return Input(spark.table(text))
+        return Input(reader.zoned(spark.table(text), time_zone))
     raise UsageError(f"input '{text}' is neither a file nor a table or view")
 
 
@@ -208,6 +219,8 @@ def summarize(described: dict[str | None, tuple[Schema, bool, str, bool]], time_
             if prev is None or prev[1] == OTHER:
                 cols[c[0]] = c
     kinds.discard(None)
+    if kinds == {"timestamp", "timestamp_ns"}:  # the same kind at two precisions: nanoseconds hold both
+        kinds = {"timestamp_ns"}
     if len(kinds) > 1:
         raise SchemaError(f"time column '{time_col}' is a timestamp in one input and a number in another")
     return Inputs(

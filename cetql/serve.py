@@ -9,11 +9,19 @@ org.apache.spark.sql.connect.service.SparkConnectServer`) in the foreground,
 its Python workers on this interpreter (so they import this cetql), its log
 in the cetql log file.  Ctrl-C or SIGTERM stops it and everything it started;
 if cetql is killed, the server is killed with it (Linux).
+
+While it listens it keeps a small state file (its address, its process and
+the Python and cetql it runs) in the user's runtime directory, removed when
+it stops: `cetql run` on this machine, with the same Python and cetql,
+finds it there (`running()`) and sends its query to it instead of starting
+a Spark of its own.  A file whose server is gone, or does not answer, is
+ignored.
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import signal
 import socket
@@ -22,9 +30,10 @@ import sys
 import time
 from pathlib import Path
 
+from . import __version__
 from .errors import CetqlError, UsageError
 from .options import parse_size
-from .session import _check_master, driver_memory, log_path
+from .session import _check_master, cache_dir, class_archive, driver_memory, log_path
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -100,6 +109,9 @@ def command(args) -> list[str]:
         conf[key.strip()] = value
     cmd = [str(_spark_home() / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", args.master,
            "--driver-memory", args.driver_memory, "--name", "cetql serve"]  # fmt: skip
+    archive = class_archive(write=False)  # a long-lived server uses the archive, never writes it
+    if archive:
+        conf.setdefault("spark.driver.defaultJavaOptions", " ".join(archive))
     for k, v in conf.items():
         cmd += ["--conf", f"{k}={v}"]
     return cmd
@@ -119,6 +131,7 @@ def cmd_serve(args) -> int:
     server = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT if out else None, env=env,
                               start_new_session=True, preexec_fn=_die_with_parent)  # fmt: skip
     stopping = {"asked": False}
+    state = None
 
     def ask_stop(*_):
         stopping["asked"] = True
@@ -139,6 +152,7 @@ def cmd_serve(args) -> int:
                                  f"{args.start_timeout:.0f} s (--start-timeout); its log is {log}")  # fmt: skip
             time.sleep(0.3)
         listening = True
+        state = _write_state(url, args, server.pid)
         print(f"serving Spark Connect on {url} ({args.master}, up in {time.monotonic() - began:.1f} s)", flush=True)
         print(f"  cetql run QUERY --input … --remote {url}   (or SPARK_REMOTE={url})", flush=True)
         print(f"  Ctrl-C stops it; its log is {log}", flush=True)
@@ -150,6 +164,8 @@ def cmd_serve(args) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
+        if state is not None:
+            state.unlink(missing_ok=True)  # clients stop finding it before it stops answering
         _stop(server)  # with the handlers still set: a second Ctrl-C does not cut the stop short
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -187,3 +203,95 @@ def _stop(server: subprocess.Popen) -> None:
             continue
         except ProcessLookupError:
             return
+
+
+# ---------------------------------------------------------------- finding a running server
+
+
+def state_dir() -> Path:
+    """Where running servers leave their state: $XDG_RUNTIME_DIR/cetql, else the cache's serve/."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and Path(runtime).is_dir():
+        return Path(runtime) / "cetql"
+    return cache_dir() / "serve"
+
+
+def _me() -> dict:
+    """What a client must share with a server to send it queries: the
+    Python its workers run and the cetql they import."""
+    return {"python": os.path.realpath(sys.executable), "cetql": str(Path(__file__).resolve().parent),
+            "version": __version__}  # fmt: skip
+
+
+def _write_state(url: str, args, jvm: int) -> Path | None:
+    try:
+        folder = state_dir()
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = folder / f"serve-{args.port}.json"
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        state = {"url": url, "port": args.port, "pid": os.getpid(), "jvm": jvm, "master": args.master,
+                 "driver_memory": args.driver_memory, "started": time.time(), **_me()}  # fmt: skip
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(state, f)
+        os.replace(tmp, path)
+        return path
+    except OSError:  # not found by clients, still served
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """A process `pid` runs and (where /proc tells) it is a `cetql serve`, not another that got its number."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        return b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True
+
+
+def running() -> str | None:
+    """The address of a `cetql serve` on this machine that runs this Python
+    and this cetql and answers now (the latest started), else None; files
+    of servers that are gone are removed."""
+    try:
+        files = list(state_dir().glob("serve-*.json"))
+    except OSError:
+        return None
+    found = []
+    me = _me()
+    for f in files:
+        try:
+            state = json.loads(f.read_text())
+            pid, port, url = int(state["pid"]), int(state["port"]), str(state["url"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if not _alive(pid):
+            f.unlink(missing_ok=True)
+            continue
+        if any(state.get(k) != v for k, v in me.items()):
+            continue
+        host = url.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+        try:
+            with socket.create_connection((host, port), timeout=1):
+                pass
+        except OSError:
+            continue
+        found.append((float(state.get("started", 0)), url))
+    return max(found)[1] if found else None
+
+
+def discovered(master: str | None, remote: str | None) -> str | None:
+    """The server `cetql run` sends its query to when it is given no
+    --master, --remote or SPARK_REMOTE and this process holds no session:
+    `running()`'s."""
+    if master is not None or remote is not None or os.environ.get("SPARK_REMOTE"):
+        return None
+    sql = sys.modules.get("pyspark.sql")  # not imported: no session here
+    if sql is not None and sql.SparkSession.getActiveSession() is not None:
+        return None
+    return running()

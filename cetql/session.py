@@ -8,13 +8,23 @@ Connect server on request.
 The JVM's own output (log4j lines, JVM warnings) goes to a log file, never to
 the terminal, unless `verbose`; `log_path()` says where.  Python workers run
 on this interpreter, so they see the same packages.
+
+A local session starts for short runs (see `bench/phases.py`): its JVM
+compiles with C1 only and collects with the serial collector
+(CETQL_JVM_OPTIONS replaces those), and maps Spark's classes from a class
+data archive that its first run writes into the user's cache
+(`class_archive`; CETQL_CLASS_ARCHIVE=off never uses one).  The archive is
+never required: a missing, stale or unreadable one only costs the time it
+would have saved.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .errors import CetqlError, UsageError
@@ -24,6 +34,150 @@ def log_path() -> Path:
     base = os.environ.get("CETQL_LOG_DIR") or os.path.join(tempfile.gettempdir(), f"cetql-{os.getuid()}")
     Path(base).mkdir(parents=True, exist_ok=True)
     return Path(base) / "spark.log"
+
+
+def cache_dir() -> Path:
+    """The user's cetql cache: CETQL_CACHE_DIR, else $XDG_CACHE_HOME/cetql or ~/.cache/cetql."""
+    base = os.environ.get("CETQL_CACHE_DIR")
+    if base:
+        return Path(base)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cetql"
+
+
+# The local driver JVM's compilers and collector, chosen for runs of seconds
+# on a few cores (bench/start_options.py; bench/RESULTS.md, "Start-up
+# settings"): C1 compiles at once and leaves the cores to the query, where
+# C2 would spend them on code that runs for seconds; the serial collector
+# starts no threads.  Both cut the 100-event run and the 1M-event ones alike
+# (the JVM's share of those is reading, moving and writing rows, not hot
+# loops C2 would pay back).  CETQL_JVM_OPTIONS replaces them ("" adds none).
+JIT_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+
+
+def jvm_options() -> list[str]:
+    """Options of the local driver JVM `get_spark` starts: JIT_OPTIONS (or
+    CETQL_JVM_OPTIONS) and the class archive's."""
+    given = os.environ.get("CETQL_JVM_OPTIONS")
+    options = list(JIT_OPTIONS) if given is None else given.split()
+    return options + class_archive()
+
+
+# ---------------------------------------------------------------- class data sharing
+#
+# Starting Spark's JVM is mostly loading and verifying some 10,000 classes
+# from its jars.  Java's class data sharing maps them from an archive
+# instead: the first local run of a pyspark install writes one when its JVM
+# exits (-XX:ArchiveClassesAtExit, into a file of its own), a later run
+# renames a finished one into place and every run after maps it
+# (-XX:SharedArchiveFile).  The archive is only ever an optimisation: the JVM
+# checks it against its own version and class path and, where it does not
+# fit, runs without it (-Xshare:auto, its default); a file the JVM did not
+# finish has no header (the JVM writes it last) and is never renamed.
+
+_DYNAMIC_MAGIC = (0xF00BABA8).to_bytes(4, "little")
+_SETTLED = 600  # seconds after which a part without its header is abandoned (its JVM was killed)
+_ATTEMPTS = 3  # runs that may try to write an archive for one install
+
+
+def _java() -> Path | None:
+    """The java that spark-submit runs: $JAVA_HOME/bin/java, else the one on PATH."""
+    import shutil
+
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    return Path(found).resolve() if found and Path(found).exists() else None
+
+
+def _archive_stem() -> str | None:
+    """A name that changes with pyspark's jars and the JVM, so that an
+    archive is never offered to a JVM or class path it was not made for."""
+    import hashlib
+
+    import pyspark
+
+    java = _java()
+    if java is None:
+        return None
+    jars = Path(pyspark.__file__).parent / "jars"
+    facts = [pyspark.__version__, str(jars.resolve()), str(jars.stat().st_mtime_ns), str(java)]
+    for f in (java, *java.parent.parent.glob("lib/server/libjvm.so")):
+        st = f.stat()
+        facts += [str(st.st_size), str(st.st_mtime_ns)]
+    digest = hashlib.sha256("\0".join(facts).encode()).hexdigest()[:16]
+    return f"spark-{pyspark.__version__}-{digest}"
+
+
+def _finished(path: Path) -> bool:
+    """A dynamic archive whose writer got to the end (its header, written last, is there)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == _DYNAMIC_MAGIC and path.stat().st_size > 4096
+    except OSError:
+        return False
+
+
+def _whole(path: Path) -> bool:
+    """A finished archive of the size its name says (the JVM does not check:
+    a cut one would crash it)."""
+    size = path.name.rsplit(".", 2)[-2]
+    try:
+        return size.isdigit() and path.stat().st_size == int(size) and _finished(path)
+    except OSError:
+        return False
+
+
+def class_archive(write: bool = True) -> list[str]:
+    """The JVM options that use (or, once, `write`) this install's class
+    archive; none where archives are off, the cache cannot be written, or a
+    run is writing one now."""
+    if os.environ.get("CETQL_CLASS_ARCHIVE", "").lower() in ("0", "off", "no", "false"):
+        return []
+    try:
+        stem = _archive_stem()
+        folder = cache_dir() / "classes"
+        if stem is None or '"' in str(folder):
+            return []
+        folder.mkdir(parents=True, exist_ok=True)
+        archive, writing = _settle(folder, stem)
+        if archive is not None:
+            return [_option("-XX:SharedArchiveFile", archive)]
+        attempts = folder / f"{stem}.attempts"
+        tried = len(attempts.read_text().split()) if attempts.exists() else 0
+        if writing or tried >= _ATTEMPTS or not write:
+            return []
+        with open(attempts, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return [_option("-XX:ArchiveClassesAtExit", folder / f"{stem}.{os.getpid()}-{time.time_ns()}.part")]
+    except (OSError, ValueError):
+        return []
+
+
+def _settle(folder: Path, stem: str) -> tuple[Path | None, bool]:
+    """(the usable archive, whether a run may be writing one now): a
+    finished part becomes the archive (its size in its name), a part
+    abandoned or not needed and an archive cut short are removed."""
+    archive = None
+    for f in folder.glob(f"{stem}.*.jsa"):
+        if archive is None and _whole(f):
+            archive = f
+        else:
+            f.unlink(missing_ok=True)
+    writing = False
+    for part in folder.glob(f"{stem}.*.part"):
+        if _finished(part) and archive is None:
+            archive = folder / f"{stem}.{part.stat().st_size}.jsa"
+            os.replace(part, archive)
+        elif _finished(part) or time.time() - part.stat().st_mtime > _SETTLED:
+            part.unlink(missing_ok=True)
+        else:
+            writing = archive is None
+    return archive, writing
+
+
+def _option(flag: str, path: Path) -> str:
+    """`flag=path`, quoted for spark-submit's option parser where the path has a space."""
+    text = f"{flag}={path}"
+    return f'"{text}"' if any(c.isspace() for c in text) else text
 
 
 _QUIET = {
@@ -53,19 +207,27 @@ def _check_master(master: str, *, hint: str = " (for Spark Connect, use --remote
 
 
 def get_spark(master: str | None = None, *, remote: str | None = None, verbose: bool = False,
-              shuffle_partitions: int | None = None):  # fmt: skip
+              shuffle_partitions: int | None = None, time_zone: str = "UTC"):  # fmt: skip
     """A Spark session: Connect when `remote` (or SPARK_REMOTE without a
-    master) is given, the active session when no master is, else a new one."""
+    master) is given, the active session when no master is, else a new one.
+    A session cetql starts has `time_zone` as its session time zone (the
+    reader names its zone to Spark itself, so the active session's own zone
+    never changes what an input means)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    _quiet_query_loggers(verbose)
     if remote is not None and master is not None:
         raise UsageError("give --master or --remote, not both: --remote runs on the Connect server's own master")
+    origin = "--remote"
     if remote is None and master is None:
         remote = os.environ.get("SPARK_REMOTE") or None
+        origin = "SPARK_REMOTE"
     if remote is not None:
-        return _connect(remote)
+        spark = _connect(remote, origin)
+        _set_time_zone(spark, time_zone)
+        return spark
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
@@ -78,14 +240,44 @@ def get_spark(master: str | None = None, *, remote: str | None = None, verbose: 
         "spark.master": master,
         "spark.sql.shuffle.partitions": str(shuffle_partitions or max(2, 2 * cores)),
         "spark.driver.memory": driver_memory(),
+        "spark.sql.session.timeZone": time_zone,
     }
+    local = master.startswith("local")
+    if local:
+        options = jvm_options()
+        if options:
+            conf["spark.driver.defaultJavaOptions"] = " ".join(options)
     try:
-        return _classic(conf, verbose)
+        with _launch_env(local):
+            return _classic(conf, verbose)
     except CetqlError:
         raise
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CetqlError(f"Spark did not start ({first}); its log is {log_path()}") from None
+
+
+# spark-submit first runs a small JVM that only builds the real JVM's command line
+_LAUNCHER_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData"
+
+
+@contextlib.contextmanager
+def _launch_env(local: bool):
+    """The environment spark-submit starts the JVM in (pyspark passes it
+    this process's, for as long as it starts): a local session binds to
+    127.0.0.1 (no search for the machine's address, no warning that its name
+    is a loopback one); spark-submit's launcher JVM starts for a short run."""
+    added = {}
+    if local and "SPARK_LOCAL_IP" not in os.environ:
+        added["SPARK_LOCAL_IP"] = "127.0.0.1"
+    if "SPARK_LAUNCHER_OPTS" not in os.environ:
+        added["SPARK_LAUNCHER_OPTS"] = _LAUNCHER_OPTIONS
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
 
 
 def _classic(conf: dict, verbose: bool):
@@ -111,14 +303,55 @@ def _classic(conf: dict, verbose: bool):
     return SparkSession(sc)
 
 
-def _reachable(remote: str, timeout: float = 10) -> None:
+def _quiet_query_loggers(verbose: bool) -> None:
+    """pyspark logs every failed query's error as a JSON record on stderr
+    (its query-context loggers); cetql's own one-line error says what
+    happened, and the record goes to the log file."""
+    if verbose:
+        return
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logger = PySparkLogger.getLogger(name)
+        for h in list(logger.handlers):
+            if not isinstance(h, logging.FileHandler):
+                logger.removeHandler(h)
+        if not logger.handlers:
+            logger.addHandler(logging.FileHandler(log_path()))
+        logger.propagate = False
+
+
+def _set_time_zone(spark, time_zone: str) -> None:
+    try:
+        spark.conf.set("spark.sql.session.timeZone", time_zone)
+    except Exception as e:  # noqa: BLE001 - a server that refuses it: say so, in one line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise CetqlError(f"the Spark Connect server refused the time zone {time_zone}: {first}") from None
+
+
+def connect_address(remote: str, origin: str = "--remote") -> tuple[str, int]:
+    """(host, port) of a Spark Connect address `sc://host[:port][/;k=v…]`,
+    or a one-line `UsageError` naming what is wrong and where it came from."""
+    import re
+
+    shown = f"{origin} {remote!r}" if origin == "--remote" else f"{origin}={remote!r}"
+    m = re.fullmatch(r"sc://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]*))?(/(;[^;=/]+=[^;]*)*;?)?", remote)
+    if m is None:
+        raise UsageError(f"{shown} is not a Spark Connect address; expected sc://host:port, e.g. sc://localhost:15002")
+    host, port = m.group(1).strip("[]"), m.group(2)
+    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        raise UsageError(f"{shown}: the port must be a number from 1 to 65535, e.g. sc://{host}:15002")
+    return host, int(port) if port else 15002
+
+
+def _reachable(remote: str, origin: str = "--remote", timeout: float = 10) -> None:
     """A one-line error now, where the Connect client would retry for many
     minutes against a server that is not there."""
     import socket
-    from urllib.parse import urlparse
 
-    where = urlparse(remote.replace("sc://", "http://", 1))
-    host, port = where.hostname or "localhost", where.port or 15002
+    host, port = connect_address(remote, origin)
     try:
         with socket.create_connection((host, port), timeout=timeout):
             return
@@ -128,11 +361,12 @@ def _reachable(remote: str, timeout: float = 10) -> None:
                      "(is `cetql serve` or another Connect server running there?)")  # fmt: skip
 
 
-def _connect(remote: str):
+def _connect(remote: str, origin: str = "--remote"):
     if not (remote.startswith("sc://") or remote.startswith("local")):
-        raise UsageError(f"unknown Spark Connect address '{remote}'; expected sc://host:port (or local[N])")
+        shown = f"{origin} {remote!r}" if origin == "--remote" else f"{origin}={remote!r}"
+        raise UsageError(f"unknown Spark Connect address: {shown}; expected sc://host:port (or local[N])")
     if remote.startswith("sc://"):
-        _reachable(remote)
+        _reachable(remote, origin)
     try:
         from pyspark.sql import SparkSession
 

@@ -112,11 +112,14 @@ def commands(path: Path) -> list[Command]:
                 found.append((block.start(), Command(doc, c, count if c in runs else None)))
         elif lang == "":
             parts = re.split(r"^\$ ", body, flags=re.M)
+            served = False  # after `cetql serve &`: the command runs on that server
             for part in parts[1:]:
                 first, *rest = part.splitlines()
+                served = served or first.startswith("cetql serve")
                 if first.startswith("cetql") and not first.endswith("&"):
                     shown = tuple(r.strip() for r in rest if r.strip() and "…" not in r)
-                    found.append((block.start(), Command(doc, first.strip(), None, shown)))
+                    text = first.strip() + (" --remote sc://127.0.0.1:15002" if served else "")
+                    found.append((block.start(), Command(doc, text, None, shown)))
     for row in re.finditer(r"^\|.*\|\s*$", text, flags=re.M):  # a table row: its gen, then its run
         cells = row.group(0).strip().strip("|").split("|")
         m = COUNT.search(cells[-1])

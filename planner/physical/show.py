@@ -54,7 +54,7 @@ def _scan(p: PhysicalPlan) -> list[str]:
         lines.append(f"{i.label}{bound}: {read}; time {s.time_col} → {n.time}: {cast}")
     if not s.inputs:
         lines.append("inputs not known yet")
-    ids = f"{s.id_col} → {n.id}" if s.id_col else f"monotonically_increasing_id() → {n.id}"
+    ids = f"{s.id_col} → {n.id} (checked present and unique)" if s.id_col else f"monotonically_increasing_id() → {n.id}"
     lines.append(f"ids: {ids}; time kind {s.time_kind.value}; type name → {n.type}")
     nan = "; NaN and infinite times too" if s.nan_times else ""
     lines.append(f"invalid rows ({s.invalid.value}): a null time or an unreadable value in {', '.join(s.checked)}{nan}")

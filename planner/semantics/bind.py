@@ -65,8 +65,36 @@ def parse_param(text: str) -> tuple[str, object]:
     return k, d
 
 
+INT64 = (-(2**63), 2**63 - 1)
+_DOUBLE_MAX = Decimal("1.7976931348623157e308")
+
+
+def number_range_error(v) -> str | None:
+    """Why a number cannot be used in a query (it cannot be spelled to
+    Spark and the kernels exactly), or None: a whole number must fit 64
+    bits; any other must be finite and within a double's range."""
+    if isinstance(v, bool) or not isinstance(v, (int, float, Decimal)):
+        return None
+    if isinstance(v, int):
+        if INT64[0] <= v <= INT64[1]:
+            return None
+        return (f"{_short(v)} does not fit a 64-bit integer (at most {INT64[1]:,}); write it as a decimal "
+                f"(e.g. {Decimal(v):.3e}) to compare it as a number")  # fmt: skip
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"{v} is not a finite number"
+    if isinstance(v, Decimal) and (not v.is_finite() or abs(v) > _DOUBLE_MAX):
+        return f"{_short(v)} is not a finite number a double can hold (at most about 1.8e308)"
+    return None
+
+
+def _short(v) -> str:
+    text = str(v)
+    return text if len(text) <= 24 else f"{text[:10]}…{text[-6:]} ({len(text.lstrip('-'))} digits)"
+
+
 def check_params(params: dict[str, object]) -> dict[str, object]:
-    """Parameter values from Python: numbers must be finite."""
+    """Parameter values from Python: numbers must be finite and fit the
+    types they are compared as."""
     out = {}
     for k, v in params.items():
         if isinstance(v, float):
@@ -76,6 +104,9 @@ def check_params(params: dict[str, object]) -> dict[str, object]:
             raise ParameterError(f"parameter {k}={v}: a parameter must be a finite number")
         elif not isinstance(v, (bool, int, float, Decimal, str)):
             raise ParameterError(f"parameter {k}={v!r}: give a number, a string or a boolean")
+        problem = number_range_error(v)
+        if problem:
+            raise ParameterError(f"parameter {k}: {problem}")
         out[k] = v
     return out
 
@@ -95,11 +126,29 @@ def bind_window(q: A.Query) -> ir.Window:
             "WITHIN and SLIDE must both have a time unit or both have none", (q.slide or q.within).pos
         )
     length, step = _seconds(q.within), _seconds(slide)
+    for d, value in ((q.within, length), (slide, step)):
+        _check_duration(d, value, "WITHIN" if d is q.within else "SLIDE")
     if step > length:
         raise QuerySemanticError(
             f"SLIDE ({step}) is longer than WITHIN ({length}): events between windows would be ignored", slide.pos
         )
     return ir.Window(length, step, q.within.unit is None)
+
+
+# Window bounds are computed in 64-bit integers of the time column's units:
+# nanoseconds at most for a duration with a unit (timestamps to the
+# nanosecond), the column's own units without one.
+_MAX_DURATION_SECONDS = Decimal(INT64[1]) / Decimal(10**9)
+
+
+def _check_duration(d: A.Duration, value: Decimal, clause: str) -> None:
+    written = f"{clause} {d.amount}{' ' + d.unit if d.unit else ''}"
+    if value <= 0:
+        raise QuerySemanticError(f"{written}: a window's length and slide must be positive", d.pos)
+    limit = _MAX_DURATION_SECONDS if d.unit else Decimal(INT64[1])
+    if value > limit:
+        most = "about 292 years (2^63 nanoseconds)" if d.unit else f"{INT64[1]:,} of the time column's units"
+        raise QuerySemanticError(f"{written} is longer than a window can be: at most {most}", d.pos)
 
 
 def _value_class(v) -> str:
@@ -154,6 +203,9 @@ class _Checker:
     def expr(self, e: A.Expr) -> str:
         match e:
             case A.Literal(value=v):
+                problem = number_range_error(v)
+                if problem:
+                    raise QuerySemanticError(f"the number {problem}", e.pos)
                 return _value_class(v)
             case A.Attr():
                 return self.attr(e)
@@ -238,46 +290,17 @@ def bind(
     positions = template.all_positions
     checker = _Checker(positions, params, strict_params, schema)
 
-    if schema is not None:
-        found = schema.lookup(time_col)
-        if found is None:
-            raise SchemaError(
-                f"time column '{time_col}' is not in the input (columns: {', '.join(schema.names())}); "
-                "name it with --time-col"
-            )
-        if found[0] not in (NUMERIC, TIMESTAMP, OTHER):
-            raise SchemaError(f"time column '{time_col}' is {found[1]}; it must be a timestamp or a number")
-
+    _check_time_col(schema, time_col)
     if q.where is not None:
         checker.expr(q.where)
     group_by = tuple(checker.key(c) for c in q.group_by)
     window = bind_window(q)
     kind = ir.Kind.AGGREGATION if q.is_aggregation else ir.Kind.DETECTION
 
-    if q.returns and not q.aggregates:
-        raise QuerySemanticError(
-            "RETURN lists no aggregate; add COUNT(*), SUM(E.x), … or drop RETURN to get the trends themselves",
-            q.returns[0].pos,
-        )
-    grouped = {k.attr for k in group_by}
-    for item in q.returns:
-        if isinstance(item, A.Aggregate):
-            continue
-        key = checker.key(item)
-        if key.attr not in grouped:
-            raise QuerySemanticError(
-                f"RETURN column '{key.attr}' is neither grouped nor aggregated; add it to GROUP-BY", item.pos
-            )
+    _check_returns(q, checker, group_by)
     aggregates = tuple(_aggregate(agg, positions, checker) for agg in q.aggregates)
 
-    if kind == ir.Kind.DETECTION and q.approx:
-        raise QuerySemanticError("APPROX applies to aggregates; a detection query returns its trends exactly", q.pos)
-    if kind == ir.Kind.AGGREGATION and q.trends == "MAXIMAL":
-        raise QuerySemanticError(
-            "TRENDS MAXIMAL is for detection queries; aggregates are over ALL or COMPLETE trends",
-            q.clause_pos("TRENDS"),
-        )
-
+    _check_kind(q, kind)
     resolve = lambda name, pos=None: resolve_name(positions, name, pos)  # noqa: E731
     preds = [classify(template, params, e, resolve) for e in conjuncts(q.where)]
     preds = implied_equivalences(template, preds)
@@ -297,6 +320,49 @@ def bind(
         time_col=time_col,
         schema=schema,
     )
+
+
+def _check_time_col(schema: Schema | None, time_col: str) -> None:
+    """The time column is in the input and holds times or numbers."""
+    if schema is None:
+        return
+    found = schema.lookup(time_col)
+    if found is None:
+        raise SchemaError(
+            f"time column '{time_col}' is not in the input (columns: {', '.join(schema.names())}); "
+            "name it with --time-col"
+        )
+    if found[0] not in (NUMERIC, TIMESTAMP, OTHER):
+        raise SchemaError(f"time column '{time_col}' is {found[1]}; it must be a timestamp or a number")
+
+
+def _check_returns(q: A.Query, checker: _Checker, group_by) -> None:
+    """RETURN lists an aggregate, and its other columns are grouped."""
+    if q.returns and not q.aggregates:
+        raise QuerySemanticError(
+            "RETURN lists no aggregate; add COUNT(*), SUM(E.x), … or drop RETURN to get the trends themselves",
+            q.returns[0].pos,
+        )
+    grouped = {k.attr for k in group_by}
+    for item in q.returns:
+        if isinstance(item, A.Aggregate):
+            continue
+        key = checker.key(item)
+        if key.attr not in grouped:
+            raise QuerySemanticError(
+                f"RETURN column '{key.attr}' is neither grouped nor aggregated; add it to GROUP-BY", item.pos
+            )
+
+
+def _check_kind(q: A.Query, kind: ir.Kind) -> None:
+    """APPROX only for aggregates, TRENDS MAXIMAL only for detection."""
+    if kind == ir.Kind.DETECTION and q.approx:
+        raise QuerySemanticError("APPROX applies to aggregates; a detection query returns its trends exactly", q.pos)
+    if kind == ir.Kind.AGGREGATION and q.trends == "MAXIMAL":
+        raise QuerySemanticError(
+            "TRENDS MAXIMAL is for detection queries; aggregates are over ALL or COMPLETE trends",
+            q.clause_pos("TRENDS"),
+        )
 
 
 def _aggregate(agg: A.Aggregate, positions, checker: _Checker) -> ir.AggregateRef:

@@ -224,68 +224,77 @@ def classify(template: Template, params: dict, e: A.Expr, resolve) -> ir.Predica
     op = _op_class(e.ops[0]) if isinstance(e, A.Compare) and len(e.ops) == 1 else Op.OTHER
 
     if not positions:
-        expr = lower_expr(e, lambda a: "self", params)
+        expr = lower_expr(e, lambda _: "self", params)
         return ir.VertexPredicate(text, expr, (), "no event attribute: checked once for the whole query", e.pos, op=op)
 
     if len(positions) == 1:
-        (name,) = positions
-        p = template.all_positions[name]
-        indexes = {r.index for r in rs}
-        if indexes <= {None, "i"}:
-            what = "each element of" if p.repeated else "the event of"
-            return ir.VertexPredicate(
-                text,
-                lower_expr(e, lambda a: "self", params),
-                positions,
-                f"{what} '{name}' against constants: filters before anything else",
-                e.pos,
-                op=op,
-            )
-        roles = pair_roles(indexes, e)
-        if len(roles) == 1:
-            expr = lower_expr(e, lambda a: roles[a.index], params)
-            return ir.EdgePredicate(
-                text,
-                name,
-                name,
-                Op.OTHER,
-                expr,
-                "only one side of an adjacent pair is used: evaluated on candidate pairs",
-                pos=e.pos,
-            )
-        return _edge(e, text, name, name, lambda a: roles[a.index], params, adjacent=True)
-
+        return _one_variable(template, params, e, text, positions[0], op)
     if len(positions) == 2:
-        a, b = positions
-        indexed = [r for r in rs if r.index not in (None, "i")]
-        if indexed:
-            r = indexed[0]
-            raise QuerySemanticError(
-                f"'{attr_to_text(r)}' in '{text}': a predicate between two variables reads each one's event "
-                f"({r.var}.{r.attr}, or {r.var}[i].{r.attr} for every element); neighbours ([i-1], NEXT) belong "
-                "to predicates over one Kleene variable",
-                r.pos,
-            )
-        if template.adjacent(b, a) and not template.adjacent(a, b):
-            a, b = b, a
-        pa, pb = template.all_positions[a], template.all_positions[b]
-        role_of = lambda r: "prev" if resolve(r.var, r.pos) == a else "next"  # noqa: E731
-        if not pa.negated and not pb.negated and template.always_adjacent(a, b) and not pa.repeated and not pb.repeated:
-            return _edge(e, text, a, b, role_of, params, adjacent=True)
-        kleene = [v for v in (a, b) if template.all_positions[v].repeated]
-        why = (f"holds for every element of {', '.join(kleene)}" if kleene else "not consecutive in a trend") + (
-            "; evaluated when both are bound"
-        )
-        expr = lower_expr(e, lambda r: resolve(r.var, r.pos), params)
-        return ir.CrossPredicate(text, (a, b), op, expr, why, e.pos)
-
+        return _two_variables(template, params, e, text, positions, op, resolve)
     expr = lower_expr(e, lambda r: resolve(r.var, r.pos), params)
     return ir.CrossPredicate(
         text, positions, Op.OTHER, expr, "relates more than two variables: evaluated when all are bound", e.pos
     )
 
 
-def _edge(e, text, prev_pos, next_pos, role_of, params, adjacent) -> ir.EdgePredicate:
+def _one_variable(template: Template, params: dict, e: A.Expr, text: str, name: str, op: Op) -> ir.Predicate:
+    """A conjunct over one variable: a vertex filter, or an edge between its consecutive elements."""
+    rs = attr_refs(e)
+    p = template.all_positions[name]
+    indexes = {r.index for r in rs}
+    if indexes <= {None, "i"}:
+        what = "each element of" if p.repeated else "the event of"
+        return ir.VertexPredicate(
+            text,
+            lower_expr(e, lambda _: "self", params),
+            (name,),
+            f"{what} '{name}' against constants: filters before anything else",
+            e.pos,
+            op=op,
+        )
+    roles = pair_roles(indexes, e)
+    if len(roles) == 1:
+        expr = lower_expr(e, lambda a: roles[a.index], params)
+        return ir.EdgePredicate(
+            text,
+            name,
+            name,
+            Op.OTHER,
+            expr,
+            "only one side of an adjacent pair is used: evaluated on candidate pairs",
+            pos=e.pos,
+        )
+    return _edge(e, text, name, name, lambda a: roles[a.index], params)
+
+
+def _two_variables(template: Template, params: dict, e: A.Expr, text: str, positions, op: Op, resolve) -> ir.Predicate:
+    """A conjunct over two variables: an edge where they are always consecutive, else a cross predicate."""
+    rs = attr_refs(e)
+    a, b = positions
+    indexed = [r for r in rs if r.index not in (None, "i")]
+    if indexed:
+        r = indexed[0]
+        raise QuerySemanticError(
+            f"'{attr_to_text(r)}' in '{text}': a predicate between two variables reads each one's event "
+            f"({r.var}.{r.attr}, or {r.var}[i].{r.attr} for every element); neighbours ([i-1], NEXT) belong "
+            "to predicates over one Kleene variable",
+            r.pos,
+        )
+    if template.adjacent(b, a) and not template.adjacent(a, b):
+        a, b = b, a
+    pa, pb = template.all_positions[a], template.all_positions[b]
+    role_of = lambda r: "prev" if resolve(r.var, r.pos) == a else "next"  # noqa: E731
+    if not pa.negated and not pb.negated and template.always_adjacent(a, b) and not pa.repeated and not pb.repeated:
+        return _edge(e, text, a, b, role_of, params)
+    kleene = [v for v in (a, b) if template.all_positions[v].repeated]
+    why = (f"holds for every element of {', '.join(kleene)}" if kleene else "not consecutive in a trend") + (
+        "; evaluated when both are bound"
+    )
+    expr = lower_expr(e, lambda r: resolve(r.var, r.pos), params)
+    return ir.CrossPredicate(text, (a, b), op, expr, why, e.pos)
+
+
+def _edge(e, text, prev_pos, next_pos, role_of, params) -> ir.EdgePredicate:
     """An adjacent predicate, oriented as ABI writes it when its sides separate."""
     expr = lower_expr(e, role_of, params)
     if isinstance(e, A.Compare) and len(e.ops) == 1:

@@ -1,11 +1,11 @@
-"""Column types as the planner sees them, read from a DDL string, a file's
-header (via pyarrow, without starting Spark) or a Spark schema."""
+"""Column types as the planner sees them, from a DDL string (`compile
+--schema`).  Inputs are described by the one reader (`planner.spark.reader`,
+which `compile --input` and `run` share), never here."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from cetql.errors import SchemaError
 
@@ -57,72 +57,4 @@ def parse_ddl(text: str) -> Schema:
             known = ", ".join(sorted(_DDL_TYPES))
             raise SchemaError(f"unknown column type '{typ}' for '{name}'; known types: {known}")
         cols.append((name, _DDL_TYPES[typ], typ + (m.group(3) or "").replace(" ", "")))
-    return Schema(tuple(cols))
-
-
-def _arrow_class(t) -> str:
-    import pyarrow.types as pt
-
-    if pt.is_integer(t) or pt.is_floating(t) or pt.is_decimal(t):
-        return NUMERIC
-    if pt.is_string(t) or pt.is_large_string(t):
-        return STRING
-    if pt.is_timestamp(t) or pt.is_date(t):
-        return TIMESTAMP
-    if pt.is_boolean(t):
-        return BOOLEAN
-    return OTHER
-
-
-def from_arrow(schema) -> Schema:
-    return Schema(tuple((f.name, _arrow_class(f.type), str(f.type)) for f in schema))
-
-
-def from_file(path: str | Path) -> Schema:
-    """Read a file's schema without Spark (CSV header and types inferred from
-    its first block, Parquet footer, JSON lines)."""
-    p = Path(path)
-    if not p.exists():
-        raise SchemaError(f"input '{path}' does not exist")
-    suffix = p.suffix.lower() if p.is_file() else folder_suffix(p)
-    try:
-        if suffix == ".parquet":
-            import pyarrow.parquet as pq
-
-            return from_arrow(pq.read_schema(p if p.is_file() else next(p.glob("*.parquet"))))
-        if suffix == ".csv":
-            import pyarrow.csv as pc
-
-            f = p if p.is_file() else next(p.glob("*.csv"))
-            with pc.open_csv(f) as reader:
-                return from_arrow(reader.schema)
-        if suffix in (".json", ".jsonl", ".ndjson"):
-            import pyarrow.json as pj
-
-            f = p if p.is_file() else next(p.glob("*.json"))
-            return from_arrow(pj.read_json(f).schema)
-    except SchemaError:
-        raise
-    except Exception as e:  # a malformed file: say which and why
-        raise SchemaError(f"cannot read the schema of '{path}': {e}") from None
-    raise SchemaError(f"cannot tell the format of '{path}' from its name; use .csv, .parquet or .json")
-
-
-def folder_suffix(p: Path) -> str:
-    """The format of a folder of files, from the first kind found in it."""
-    for suffix in (".parquet", ".csv", ".json"):
-        if any(p.glob(f"*{suffix}")):
-            return suffix
-    return ""
-
-
-def from_spark(struct) -> Schema:
-    """Schema of a Spark DataFrame (its StructType)."""
-    cols = []
-    for f in struct.fields:
-        name = f.dataType.typeName()
-        cls = _DDL_TYPES.get(name.split("(")[0], OTHER)
-        if name in ("integer", "long", "short", "byte", "double", "float") or name.startswith("decimal"):
-            cls = NUMERIC
-        cols.append((f.name, cls, f.dataType.simpleString()))
     return Schema(tuple(cols))

@@ -23,7 +23,7 @@ from ..kernels import process
 from ..logical.plan import InvalidRows
 from ..physical.kernel import kernel_spec
 from ..physical.plan import Arithmetic, Bounds, Detect, PhysicalPlan, Scan, TimeCast
-from . import reader
+from . import checks, reader
 from .distributed import extract
 from .exprs import column
 
@@ -109,7 +109,10 @@ def scan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
         out = out.filter(why.isNull())
     else:
         out = out.withColumn(n.time, F.when(why.isNull(), t).otherwise(F.raise_error(why).cast(out.schema[n.time].dataType)))
-    return out.drop(n.bad)
+    out = out.drop(n.bad)
+    if op.id_col:  # a user's ids identify events: present and unique across the inputs
+        out = checks.check_ids(out, n.id, drop=op.invalid == InvalidRows.DROP, label=op.id_col)
+    return out
 
 
 # ---------------------------------------------------------------- Filter

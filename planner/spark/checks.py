@@ -1,0 +1,66 @@
+"""Checks of the events that the scan applies, as DataFrame → DataFrame
+functions (lazy: they run inside the query's own job).
+
+Ids given by the user (`--id-col`) identify events: every trend refers to
+its events by id, so an id must be present and unique across all inputs.
+A null or repeated id fails the query with the id, how many rows hold it
+and what to do (`check_ids`); with --drop-invalid every row whose id is
+null or repeated is dropped (no copy is kept: none can be told to be the
+right one), and counted with the other dropped rows.
+"""
+
+from __future__ import annotations
+
+from cetql.errors import SchemaError
+
+ID_REFUSED = "cetql: invalid id"  # the start of the message a null or repeated id raises
+
+# Spark types an id may have: whole numbers, decimals and text compare
+# exactly and round-trip through Arrow to the kernels.
+_ID_TYPES = ("tinyint", "smallint", "int", "bigint", "string")
+
+
+def id_type_error(id_col: str, spark_type: str, cls: str | None = None) -> SchemaError | None:
+    """Why a column of this type cannot hold event ids, or None."""
+    t = spark_type.lower()
+    if cls != "timestamp" and (t in _ID_TYPES or t.startswith(("decimal", "varchar", "char"))):
+        return None
+    what = "a timestamp" if cls == "timestamp" or t.startswith(("timestamp", "date")) else f"of type {spark_type}"
+    return SchemaError(
+        f"id column '{id_col}' is {what}; ids must be whole numbers or text: name another column with --id-col, "
+        "or leave it out to number the events in input order"
+    )
+
+
+def check_id_type(id_col: str, spark_type: str, cls: str | None = None) -> None:
+    """Refuse an id column of a type ids cannot have (before Spark runs)."""
+    error = id_type_error(id_col, spark_type, cls)
+    if error is not None:
+        raise error
+
+
+def check_ids(df, id_col: str, *, drop: bool, label: str | None = None):
+    """`df` with its id column checked: present and unique.  Without `drop`
+    a null or repeated id fails the query (`raise_error`, message starting
+    with ID_REFUSED); with `drop` those rows are left out.  `label` is the
+    column's name as the user wrote it (default: `id_col`)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    label = label or id_col
+    ident = F.col(f"`{id_col}`")
+    check_id_type(label, dict(df.dtypes)[id_col])
+    n = F.count(F.lit(1)).over(Window.partitionBy(ident))
+    if drop:
+        tmp = f"{id_col}__n"
+        return df.withColumn(tmp, n).filter(ident.isNotNull() & (F.col(f"`{tmp}`") == 1)).drop(tmp)
+    why = F.when(ident.isNull(), F.lit(f"{ID_REFUSED}: a row of id column '{label}' has no id")).when(
+        n > 1,
+        F.concat(F.lit(f"{ID_REFUSED}: id "), ident.cast("string"), F.lit(f" of id column '{label}' is on "),
+                 n.cast("string"), F.lit(" rows")),  # fmt: skip
+    )
+    why = F.concat(why, F.lit("; every event needs its own id: fix the input, or run with --drop-invalid to drop "
+                              "such rows"))  # fmt: skip
+    dtype = df.schema[id_col].dataType
+    checked = F.when(ident.isNotNull() & (n == 1), ident).otherwise(F.raise_error(why).cast(dtype))
+    return df.withColumn(id_col, checked)

@@ -1,0 +1,207 @@
+"""A local run's start: the class data archive cetql keeps in the user's
+cache (written once, then mapped; never required), and `cetql run` sending
+its query to a `cetql serve` running on this machine.
+
+Every process a test starts gets a cache and a runtime folder of its own
+(CETQL_CACHE_DIR, XDG_RUNTIME_DIR), so nothing reaches the user's."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from processes import free_port, spark_env, start, stop, wait_for_port
+
+from cetql import serve, session
+from cetql.cli import main
+
+ROOT = Path(__file__).parent.parent
+CHECKS = ROOT / "examples" / "data" / "checks.csv"
+KITING = ROOT / "examples" / "kiting.cet"
+MAGIC = (0xF00BABA8).to_bytes(4, "little")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("CETQL_CACHE_DIR", str(folder))
+    monkeypatch.delenv("CETQL_CLASS_ARCHIVE", raising=False)
+    return folder
+
+
+def _flag(options: list[str]) -> tuple[str, Path]:
+    (option,) = options
+    flag, _, path = option.partition("=")
+    return flag, Path(path)
+
+
+# ---------------------------------------------------------------- the class archive, without a JVM
+
+
+def test_class_archive_is_written_once_then_mapped(cache):
+    flag, part = _flag(session.class_archive())
+    assert flag == "-XX:ArchiveClassesAtExit" and part.parent == cache / "classes" and part.suffix == ".part"
+    assert session.class_archive(write=False) == []  # a server never writes one
+    part.write_bytes(bytes(8192))  # being written: the JVM writes the header last
+    assert session.class_archive() == []  # another run is writing it: this one neither writes nor maps
+    part.write_bytes(MAGIC + bytes(8188))  # finished
+    flag, archive = _flag(session.class_archive())
+    assert flag == "-XX:SharedArchiveFile" and archive.name.endswith(".8192.jsa") and not part.exists()
+    assert _flag(session.class_archive(write=False)) == (flag, archive)
+    assert [p.name for p in archive.parent.iterdir() if p.suffix in (".jsa", ".part")] == [archive.name]
+
+
+def test_a_cut_or_abandoned_archive_is_never_offered(cache):
+    flag, part = _flag(session.class_archive())
+    part.write_bytes(MAGIC + bytes(8188))
+    _, archive = _flag(session.class_archive())
+    with open(archive, "r+b") as f:  # cut short: the JVM would map past its end and crash
+        f.truncate(6000)
+    flag, again = _flag(session.class_archive())
+    assert flag == "-XX:ArchiveClassesAtExit" and not archive.exists()
+    again.write_bytes(bytes(100))  # its JVM was killed before the header
+    old = time.time() - 3600
+    os.utime(again, (old, old))
+    flag, _ = _flag(session.class_archive())
+    assert flag == "-XX:ArchiveClassesAtExit" and not again.exists()
+    assert session.class_archive() == []  # three runs tried: no more attempts for this install
+
+
+def test_class_archive_off_or_unwritable(cache, monkeypatch, tmp_path):
+    monkeypatch.setenv("CETQL_CLASS_ARCHIVE", "off")
+    assert session.class_archive() == [] and not cache.exists()
+    monkeypatch.delenv("CETQL_CLASS_ARCHIVE")
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("CETQL_CACHE_DIR", str(blocker))
+    assert session.class_archive() == []
+
+
+def test_jvm_options_for_a_local_run(cache, monkeypatch):
+    options = session.jvm_options()
+    assert options[: len(session.JIT_OPTIONS)] == list(session.JIT_OPTIONS)
+    monkeypatch.setenv("CETQL_JVM_OPTIONS", "-Xshare:on -XX:+UseParallelGC")
+    assert session.jvm_options()[:2] == ["-Xshare:on", "-XX:+UseParallelGC"]
+    monkeypatch.setenv("CETQL_CLASS_ARCHIVE", "off")
+    monkeypatch.setenv("CETQL_JVM_OPTIONS", "")
+    assert session.jvm_options() == []
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else "java"
+
+
+@pytest.mark.parametrize("content", [bytes(1 << 20), MAGIC + os.urandom(1 << 20)], ids=["no header", "garbage"])
+def test_the_jvm_runs_without_an_archive_it_cannot_use(tmp_path, content):
+    bad = tmp_path / "bad.jsa"
+    bad.write_bytes(content)
+    done = subprocess.run([_java(), f"-XX:SharedArchiveFile={bad}", "-version"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+# ---------------------------------------------------------------- the class archive, through Spark
+
+
+def _run(args: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "cetql", "run", *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def _rows(text: str) -> list:
+    rows = list(csv.reader(io.StringIO(text)))
+    return [rows[0], *sorted(rows[1:])]
+
+
+def test_a_run_writes_the_archive_and_the_next_maps_it(tmp_path):
+    cache, work = tmp_path / "cache", tmp_path / "work"
+    work.mkdir()
+    env = spark_env(CETQL_CACHE_DIR=str(cache), CETQL_LOG_DIR=str(tmp_path), XDG_RUNTIME_DIR=str(tmp_path))
+    env.pop("CETQL_CLASS_ARCHIVE", None)
+    args = [KITING, "--input", CHECKS, "--id-col", "id", "--format", "csv", "--limit", "0", "--no-serve"]
+    began = time.monotonic()
+    first = _run(args, env, work)
+    print(f"the run that writes the archive: {time.monotonic() - began:.1f} s")
+    deadline = time.monotonic() + 300
+    while not any(p.read_bytes()[:4] == MAGIC for p in (cache / "classes").glob("*.part")):
+        assert time.monotonic() < deadline, "the JVM wrote no class archive as it exited"
+        time.sleep(1)
+    # -Xshare:on: the JVM refuses to start unless it maps the archive
+    mapped = _run(args, {**env, "CETQL_JVM_OPTIONS": "-XX:TieredStopAtLevel=1 -Xshare:on"}, work)
+    assert _rows(mapped.stdout) == _rows(first.stdout) and len(_rows(first.stdout)) > 100
+    (archive,) = (cache / "classes").glob("*.jsa")
+    assert not list(work.iterdir()), "the runs wrote outside the cache"
+    # made for Spark's class path: a JVM on another runs without it
+    done = subprocess.run([_java(), "-cp", str(tmp_path), f"-XX:SharedArchiveFile={archive}", "-version"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+# ---------------------------------------------------------------- cetql run and a running cetql serve
+
+
+def _state(folder: Path, **fields) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {"url": "sc://127.0.0.1:1", "port": 1, "pid": os.getpid(), "started": 0.0, **serve._me(), **fields}
+    path = folder / f"serve-{state['port']}.json"
+    path.write_text(json.dumps(state))
+    return path
+
+
+def test_only_a_live_server_of_this_python_and_cetql_is_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    folder = serve.state_dir()
+    assert folder == tmp_path / "cetql"
+    gone = _state(folder, pid=2**22 + 17, port=2)  # no such process
+    assert serve.running() is None and not gone.exists()
+    _state(folder, port=3)  # this process is no `cetql serve`
+    port = free_port()
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+        monkeypatch.setattr(serve, "_alive", lambda pid: True)
+        _state(folder, port=port, url=f"sc://127.0.0.1:{port}", python="/other/python")
+        assert serve.running() is None  # another Python's workers would import another cetql
+        _state(folder, port=port, url=f"sc://127.0.0.1:{port}")
+        assert serve.running() == f"sc://127.0.0.1:{port}"
+        assert serve.discovered("local[1]", None) is None and serve.discovered(None, "sc://x:1") is None
+    assert serve.running() is None  # nothing answers there any more
+
+
+def test_run_uses_a_running_serve(spark, capsys, tmp_path):
+    port = free_port()
+    env = spark_env(CETQL_CACHE_DIR=str(tmp_path / "cache"), CETQL_LOG_DIR=str(tmp_path),
+                    XDG_RUNTIME_DIR=str(tmp_path), CETQL_CLASS_ARCHIVE="off")  # fmt: skip
+    log = tmp_path / "serve.out"
+    server = start([sys.executable, "-m", "cetql", "serve", "--port", str(port), "--master", "local[2]",
+                    "--driver-memory", "1g", "--conf", "spark.sql.shuffle.partitions=2"], log, env=env)  # fmt: skip
+    state = tmp_path / "cetql" / f"serve-{port}.json"
+    try:
+        wait_for_port(server, port, log, "cetql serve")
+        deadline = time.monotonic() + 30
+        while not state.exists():
+            assert time.monotonic() < deadline, "cetql serve wrote no state file"
+            time.sleep(0.2)
+        args = ["run", str(KITING), "--input", str(CHECKS), "--id-col", "id", "--format", "csv", "--limit", "0"]
+        assert main(args) == 0  # this process's own session: no server is looked for
+        local = _rows(capsys.readouterr().out)
+        work = tmp_path / "work"
+        work.mkdir()
+        remote = _run(args[1:], env, work)
+        url = f"sc://127.0.0.1:{port}"
+        assert f"using cetql serve at {url}; --no-serve to start a local Spark" in remote.stderr
+        assert _rows(remote.stdout) == local and len(local) > 100
+    finally:
+        stop(server)
+    assert not state.exists(), "cetql serve left its state file behind"
