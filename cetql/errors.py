@@ -61,8 +61,6 @@ _SIZE = re.compile(r" (\d[\d.]*[A-Za-z]*)\b")
 _QUOTED = re.compile(r" ('[^']*')")
 _WORD = re.compile(r" ([A-Za-z]+)\b")
 
-SURFACES = ("python", "cli", "repl")
-
 
 def flag(keyword: str) -> str:
     """The command-line flag of a run option (`time_col` → `--time-col`)."""

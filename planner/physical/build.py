@@ -11,7 +11,7 @@ from dataclasses import replace
 from decimal import Decimal
 from itertools import count
 
-from cetql.options import TIME_UNITS, Index, Sharing, Strategy
+from cetql.options import TIME_UNITS, Index, Sharing
 
 from ..kernels import spec as K
 from ..logical import plan as L
@@ -40,7 +40,6 @@ from .plan import (
 )
 
 INTEGRAL = ("tinyint", "smallint", "int", "integer", "bigint", "long", "short", "byte")
-FLOATING = ("float", "double", "real")
 DOUBLE_SCALE = 18  # decimal places a floating time keeps in window arithmetic
 
 
@@ -274,10 +273,6 @@ def value_kind(schema, attr: str) -> str:
         inner = written[written.index("(") + 1 : written.index(")")] if "(" in written else "38,0"
         return f"decimal:{int(inner.split(',')[1])}"
     return "double"
-
-
-def strategy_is_distributed(p: PhysicalPlan) -> bool:
-    return isinstance(p.root, Detect) and p.root.strategy == Strategy.DISTRIBUTED
 
 
 def blocks(p: PhysicalPlan) -> bool:

@@ -388,5 +388,5 @@ def _aggregate(agg: A.Aggregate, positions, checker: _Checker) -> ir.AggregateRe
             raise QuerySemanticError(
                 f"{agg.func}({attr_to_text(agg.arg)}) needs a numeric attribute, but it is a {cls}", agg.arg.pos
             )
-        return ir.AggregateRef(agg.func, var, agg.arg.attr, name, cls, agg.pos)
+        return ir.AggregateRef(agg.func, var, agg.arg.attr, name, agg.pos)
     return ir.AggregateRef(agg.func, var, None, name, pos=agg.pos)

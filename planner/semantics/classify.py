@@ -386,7 +386,6 @@ def implied_equivalences(template: Template, preds: list[ir.Predicate]) -> list[
                 (ir.KeyAttr(None, attr),),
                 f"equal '{attr}' across every variable: partitions the stream, as [{attr}]",
                 ps[0].pos,
-                implied=True,
             )
             out = [p for p in out if p not in ps]
             out.insert(min(first, len(out)), key)

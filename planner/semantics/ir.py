@@ -179,7 +179,6 @@ class EquivalencePredicate:
     keys: tuple[KeyAttr, ...]
     reason: str
     pos: A.Pos | None = None
-    implied: bool = False  # written as `a.x = b.x = …`
     kind: str = "equivalence"
     op: Op = Op.EQUAL
     scope: str = "constant"
@@ -240,7 +239,6 @@ class AggregateRef:
     position: str | None
     attr: str | None
     name: str  # as written: `SUM(M.cpu)`
-    value_class: str | None = None  # the attribute's type class when the schema is known
     pos: A.Pos | None = None
 
 

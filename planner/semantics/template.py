@@ -102,9 +102,6 @@ class Template:
         roles = [r for r, s in (("START", self.start), ("END", self.end)) if name in s]
         return "/".join(roles) if roles else "MID"
 
-    def predecessors(self, name: str) -> list[str]:
-        return [p for p, q, _ in self.transitions if q == name]
-
     def adjacent(self, a: str, b: str) -> bool:
         return (a, b) in self.pairs
 

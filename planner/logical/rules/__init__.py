@@ -10,7 +10,7 @@ rule never edits another rule's decision or reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from cetql.options import RunOptions
 
@@ -69,5 +69,3 @@ class Draft:
     def detection(self) -> bool:
         return self.query.kind == ir.Kind.DETECTION
 
-
-DECIDED = tuple(f.name for f in fields(Draft) if f.name not in GIVEN)
