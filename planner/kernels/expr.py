@@ -112,9 +112,6 @@ def compile_expr(e: K.Expr) -> Callable[[dict], object]:
                 return None if v is None else not v
 
             return negate
-        case K.When(cond=c, value=x):
-            fc, fx = compile_expr(c), compile_expr(x)
-            return lambda env: fx(env) if fc(env) is True else None
         case K.IsNotNull(operand=x):
             f = compile_expr(x)
             return lambda env: f(env) is not None

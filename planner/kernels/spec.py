@@ -98,21 +98,13 @@ class Not:
 
 
 @dataclass(frozen=True, slots=True)
-class When:
-    """`value` where `cond` is true, else null (column definitions only)."""
-
-    cond: Expr
-    value: Expr
-
-
-@dataclass(frozen=True, slots=True)
 class IsNotNull:
     """True iff the value is not null (NaN is not null); never null itself."""
 
     operand: Expr
 
 
-Expr = Lit | Col | Param | Neg | Arith | Cmp | And | Or | Not | When | IsNotNull
+Expr = Lit | Col | Param | Neg | Arith | Cmp | And | Or | Not | IsNotNull
 
 
 def columns(*exprs: Expr | None) -> tuple[str, ...]:
@@ -128,7 +120,7 @@ def columns(*exprs: Expr | None) -> tuple[str, ...]:
                 pass
             case Neg(operand=x) | Not(operand=x) | IsNotNull(operand=x):
                 todo.append(x)
-            case Arith(left=a, right=b) | Cmp(left=a, right=b) | When(cond=a, value=b):
+            case Arith(left=a, right=b) | Cmp(left=a, right=b):
                 todo += (b, a)
             case And(items=xs) | Or(items=xs):
                 todo += reversed(xs)

@@ -19,10 +19,6 @@ def eq(a: K.Expr, b: K.Expr) -> K.Cmp:
     return K.Cmp("=", a, b)
 
 
-def when(cond: K.Expr, value: K.Expr) -> K.When:
-    return K.When(cond, value)
-
-
 def conj(items: list[K.Expr]) -> K.Expr | None:
     """AND of the items (None for none)."""
     if not items:

@@ -31,8 +31,6 @@ def show(e: K.Expr | None) -> str:
             return "(" + " OR ".join(show(x) for x in xs) + ")"
         case K.Not(operand=x):
             return f"NOT {show(x)}"
-        case K.When(cond=c, value=x):
-            return f"(CASE WHEN {show(c)} THEN {show(x)} END)"
         case K.IsNotNull(operand=x):
             return f"{show(x)} IS NOT NULL"
     raise TypeError(f"not a kernel expression: {e!r}")

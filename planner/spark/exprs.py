@@ -66,8 +66,6 @@ def column(e: K.Expr, resolve=lambda slot, name: F.col(f"`{name}`")) -> Column:
                 return out
             case K.Not(operand=a):
                 return ~spell(a)
-            case K.When(cond=c, value=v):
-                return F.when(spell(c), spell(v))
             case K.IsNotNull(operand=a):
                 return spell(a).isNotNull()
         raise TypeError(f"not a kernel expression: {x!r}")

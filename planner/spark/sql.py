@@ -68,8 +68,6 @@ def to_sql(e: K.Expr, resolve) -> str:
                 return "(" + " OR ".join(spell(i) for i in xs) + ")"
             case K.Not(operand=a):
                 return f"(NOT {spell(a)})"
-            case K.When(cond=c, value=v):
-                return f"(CASE WHEN {spell(c)} THEN {spell(v)} END)"
             case K.IsNotNull(operand=a):
                 return f"({spell(a)} IS NOT NULL)"
         raise TypeError(f"not a kernel expression: {x!r}")
