@@ -10,7 +10,7 @@ from decimal import Decimal
 import numpy as np
 import pyarrow as pa
 
-from . import greta
+from . import fast, greta
 from . import spec as K
 from .aseq import count as aseq_count
 from .batches import window_groups
@@ -44,6 +44,10 @@ def aggregate_schema(spec: K.AggregateSpec, input_schema: pa.Schema) -> pa.Schem
 
 def aggregate_table(spec: K.AggregateSpec, table: pa.Table) -> Iterator[pa.RecordBatch]:
     if table.num_rows == 0:
+        return
+    quick = fast.aggregate_batch(spec, table) if fast.kleene_applies(spec) else None
+    if quick is not None:  # the compiled path (the same rows)
+        yield quick
         return
     names = template_columns(spec.template) | {t.value for t in spec.targets if t.value}
     names |= set(spec.shared_subkeys) | {k.column for k in spec.state_keys}
