@@ -81,7 +81,7 @@ def compile_expr(e: K.Expr) -> Callable[[dict], object]:
     match e:
         case K.Lit(value=v):
             v = float(v) if isinstance(v, Decimal) else v
-            return lambda env: v
+            return lambda _env: v
         case K.Col(slot=slot, column=col):
             return lambda env: env[slot][col]
         case K.Param(name=n):

@@ -132,7 +132,7 @@ def aggregate(gt: GroupTemplate, targets: list[Target], trend_set: TrendSet = Tr
         from_start, to_end = gt.flags(force_scan)
         starts = lambda node: node not in from_start  # noqa: E731
         ends = lambda node: node not in to_end  # noqa: E731
-    gt.propagate(m, on_node, lambda node, v: m.add(final, v), starts=starts, ends=ends, force_scan=force_scan)
+    gt.propagate(m, on_node, lambda _node, v: m.add(final, v), starts=starts, ends=ends, force_scan=force_scan)
     return _results(final, targets, slots)
 
 
@@ -177,7 +177,7 @@ def count_trends(gt: GroupTemplate, spec: K.TemplateSpec, trend_set: TrendSet, l
 
 def _count_classes(g: Graph, trend_set: TrendSet) -> int:
     total = 0
-    for vec in complete_classes(g, one=1, zero=[0], contribute=lambda v, e, s: None,
+    for vec in complete_classes(g, one=1, zero=[0], contribute=lambda *_: None,
                                 add=lambda a, b: a.__setitem__(0, a[0] + b[0]), trend_set=trend_set):  # fmt: skip
         total += vec[0]
     return total

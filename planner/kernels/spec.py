@@ -130,7 +130,6 @@ def columns(*exprs: Expr | None) -> tuple[str, ...]:
 
 
 # Comparators an indexed edge predicate may use, written `next.lval OP h(prev)`.
-RANGE_OPS = ("<", "<=", ">", ">=")
 
 # How a transition finds the successors of an event (decided by the plan):
 HASH = Index.HASH  # equal[0]: a hash from value to the events with that lval (ABI attribute vertex)

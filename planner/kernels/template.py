@@ -250,10 +250,10 @@ class _Total:
     def __init__(self, m: Monoid):
         self.m, self.acc = m, list(m.zero)
 
-    def insert(self, node, v):
+    def insert(self, _node, v):
         self.m.add(self.acc, v)
 
-    def query(self, node):
+    def query(self, _node):
         return self.acc
 
 

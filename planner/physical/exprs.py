@@ -26,7 +26,7 @@ def conj(items: list[K.Expr]) -> K.Expr | None:
     return items[0] if len(items) == 1 else K.And(tuple(items))
 
 
-def lower(e: ir.IExpr, slot=lambda s: s, column=lambda slot, attr: attr) -> K.Expr:
+def lower(e: ir.IExpr, slot=lambda s: s, column=lambda _slot, attr: attr) -> K.Expr:
     """A typed expression → a kernel expression.  `slot` renames slots,
     `column(slot, attr)` names the column an attribute is read from."""
 
@@ -59,7 +59,7 @@ def lower(e: ir.IExpr, slot=lambda s: s, column=lambda slot, attr: attr) -> K.Ex
 
 def of_event(e: ir.IExpr) -> K.Expr:
     """An expression over one event, read from the input's columns."""
-    return lower(e, slot=lambda s: "self")
+    return lower(e, slot=lambda _: "self")
 
 
 def columns(e: K.Expr | None) -> tuple[str, ...]:

@@ -37,7 +37,7 @@ def _compare(op: str, a: Column, b: Column) -> Column:
     return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
 
 
-def column(e: K.Expr, resolve=lambda slot, name: F.col(f"`{name}`")) -> Column:
+def column(e: K.Expr, resolve=lambda _slot, name: F.col(f"`{name}`")) -> Column:
     """`resolve(slot, column)` gives the Spark column a reference reads."""
 
     def spell(x: K.Expr) -> Column:
