@@ -93,6 +93,7 @@ class Name(Node):
 #   "i-1" `c[i-1].x` the previous element
 #   "i+1" `c[i+1].x` the next element
 #   "next" `NEXT(c).x` the next element
+INDEXES = (None, "i", "i-1", "i+1", "next")
 
 
 @dataclass(frozen=True)

@@ -204,7 +204,7 @@ def cmd_stream(args, text: str, options: RunOptions, params: dict, data, typed: 
     try:
         inputs = streaming.stream_inputs(spark, data, typed, options.time_zone)
         execution = compiled.execution(inputs, spark=spark, options=options, watermark=args.watermark or 0)
-        return streaming.run_stream(spark, execution, args, fmt, checkpoint)
+        return streaming.run_stream(execution, args, fmt, checkpoint)
     except (CetqlError, KeyboardInterrupt):
         raise
     except Exception as e:

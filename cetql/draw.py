@@ -32,9 +32,9 @@ from .failures import describe
 from .options import RunOptions
 from .output import resolve_output, write_file
 from .planner.kernels.batches import map_groups, segments
-from .planner.kernels.graph import trend_nodes
 from .planner.kernels.greta import count_trends
 from .planner.kernels.process import group_graphs
+from .planner.kernels.runs import trend_nodes
 from .planner.physical.kernel import kernel_spec
 from .planner.spark.compiler import kernel_input
 from .query import compile
@@ -159,7 +159,7 @@ def _score_table(spec, table, max_nodes: int):
             continue
         total = 0
         for _, graph in group_graphs(spec, table.slice(start, end - start)):
-            total += count_trends(graph.gt, spec.template, spec.trend_set, 0, graph)[0]
+            total += count_trends(graph.gt, graph.gt.spec, spec.trend_set, 0, graph)[0]
         trends.append(min(total, COUNT_CAP))
     arrays = [pa.array(out[g], type=table.schema.field(g).type) for g in group]
     arrays += [pa.array(events, type=pa.int64()), pa.array(trends, type=pa.int64())]
@@ -271,12 +271,12 @@ def group_run(spec, table, most: int = MOST_TRENDS) -> Run:
                 nodes[key(v)] = times[rows[v // S]]
                 if g.start[v] and not has_pred[v]:
                     sources.add(key(v))
-        walk, k = trend_nodes(g.gt, spec.trend_set, spec.template, g)
+        walk, walked = trend_nodes(g.gt, spec.trend_set, g.gt.spec, g)
         for path in walk:
             if len(trends) >= most:
                 complete = False
                 break
-            trends.append(tuple(key(v) for v in (path if k == S else _with_states(g, path))))
+            trends.append(tuple(key(v) for v in (path if walked.S == S else _with_states(g, path))))
     order = sorted(nodes, key=lambda n: (nodes[n], n[0], states.index(n[1]) if n[1] in states else 0))
     trends.sort(key=lambda t: tuple(n[0] for n in t))
     return Run({n[0]: nodes[n] for n in order}, tuple(order), tuple(edges), frozenset(sources), tuple(trends),

@@ -224,3 +224,14 @@ class ParameterError(CetqlError, ValueError):
     """A query parameter is missing or malformed."""
 
     exit_code = 2
+
+
+def shared_keyed_event(v: str, other: str) -> str:
+    """The one message for an equivalence of one variable (`[v.k]`, split
+    into parts) where an event may be `v` and `other`: the planner's refusal
+    and the kernel's assertion (`planner.kernels.parts`) say the same."""
+    return (
+        f"an equivalence on the events of {v} alone needs events that can be nothing but {v}, and an event "
+        f"here may be {v} or {other}: bind the inputs to types that tell them apart, or write the "
+        "equivalence over every variable"
+    )

@@ -129,7 +129,7 @@ def configure(spark) -> None:
 # ---------------------------------------------------------------- running
 
 
-def run_stream(spark, execution, args, fmt: OutputFormat | None, checkpoint: Path | None) -> int:
+def run_stream(execution, args, fmt: OutputFormat | None, checkpoint: Path | None) -> int:
     """Start the stream, report each micro-batch, stop on Ctrl-C or idle."""
     df = execution.dataframe
     temporary = None

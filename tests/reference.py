@@ -5,6 +5,12 @@ every predicate on every binding (no classification), enumerates every
 subsequence of a window's events, and applies the definitions of COMPLETE
 (no single event can be prepended or appended) and MAXIMAL (nor inserted).
 Exponential — for small streams only.
+
+Values compare as Spark SQL compares them (SEMANTICS.md, Errors): NaN equals
+NaN and is larger than every other number, -0.0 equals 0.0, a comparison
+with null is null, a DECIMAL against a DOUBLE is compared as doubles; MIN
+and MAX order values the same way, equivalence and GROUP-BY values group
+NaN with NaN.  Written here on its own, not taken from the kernels.
 """
 
 from __future__ import annotations
@@ -19,6 +25,43 @@ from cetql import ast as A
 
 def _num(v):
     return float(v) if isinstance(v, Decimal) else v
+
+
+def _is_nan(v) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def _rank(v):
+    """A value's place in Spark SQL's order: NaN after every number."""
+    return (1, 0) if _is_nan(v) else (0, v)
+
+
+def sql_compare(op, a, b):
+    """`a OP b` in Spark SQL: True, False, or None (null, or values that cannot be compared)."""
+    if a is None or b is None:
+        return None
+    if isinstance(a, float) and isinstance(b, (Decimal, int)) and not isinstance(b, bool):
+        b = float(b)
+    elif isinstance(b, float) and isinstance(a, (Decimal, int)) and not isinstance(a, bool):
+        a = float(a)
+    x, y = _rank(a), _rank(b)
+    try:
+        return {"=": x == y, "!=": x != y, "<": x < y, "<=": x <= y, ">": x > y, ">=": x >= y}[op]
+    except TypeError:
+        return None
+
+
+def group_value(v):
+    """A value as Spark groups it: every NaN one group (-0.0 with 0.0 already)."""
+    return "NaN" if _is_nan(v) else v
+
+
+def _sql_mod(a, b):
+    """SQL's remainder: the sign of the dividend; NaN for an infinite one."""
+    if isinstance(a, float) or isinstance(b, float):
+        return math.nan if math.isinf(a) else math.fmod(a, b)
+    r = abs(a) % abs(b)
+    return -r if a < 0 else r
 
 
 # ---------------------------------------------------------------- expressions
@@ -47,16 +90,15 @@ def evaluate(e, env, params):
             return a * b
         if b == 0:
             return None
-        return a / b if e.op == "/" else a % b
+        return a / b if e.op == "/" else _sql_mod(a, b)
     if isinstance(e, A.Compare):
         vals = [evaluate(x, env, params) for x in e.operands]
         out = True
         for op, a, b in zip(e.ops, vals, vals[1:]):
-            if a is None or b is None:
+            ok = sql_compare(op, a, b)
+            if ok is None:
                 out = None
-                continue
-            ok = {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
-            if not ok:
+            elif not ok:
                 return False
         return out
     if isinstance(e, A.And):
@@ -98,7 +140,7 @@ def predicate_holds(pred, binding, params, adjacent=None) -> bool:
                 v = binding[_resolve(col.var, binding)]
                 events, attr = (v if isinstance(v, list) else [v]), col.attr
             values = [ev.get(attr) for ev in events]
-            if any(x is None for x in values) or len(set(values)) > 1:
+            if any(x is None for x in values) or len({group_value(x) for x in values}) > 1:
                 return False
         return True
     refs = [n for n in A.walk(pred) if isinstance(n, A.Attr)]
@@ -382,7 +424,7 @@ def reference_aggregates(text, events, params=None, typed=True):
                 b = next(matches(query.pattern, query, combo, params, typed, evs), None)
                 if b is None:
                     continue
-                if group_attrs and len({tuple(e.get(a) for a in group_attrs) for e in combo}) > 1:
+                if group_attrs and len({tuple(group_value(e.get(a)) for a in group_attrs) for e in combo}) > 1:
                     continue
                 trends.append((combo, b))
         if trend_set == "COMPLETE":
@@ -400,7 +442,7 @@ def reference_aggregates(text, events, params=None, typed=True):
             trends = kept
         groups: dict = {}
         for combo, b in trends:
-            key = tuple(combo[0].get(a) for a in group_attrs)
+            key = tuple(group_value(combo[0].get(a)) for a in group_attrs)
             groups.setdefault(key, []).append(b)
         for key, bindings in groups.items():
             row = {}
@@ -423,9 +465,9 @@ def reference_aggregates(text, events, params=None, typed=True):
                 if agg.func == "SUM":
                     row[name] = sum(values)
                 elif agg.func == "MIN":
-                    row[name] = min(values) if values else None
+                    row[name] = min(values, key=_rank) if values else None
                 elif agg.func == "MAX":
-                    row[name] = max(values) if values else None
+                    row[name] = max(values, key=_rank) if values else None
                 else:
                     row[name] = sum(values) / len(values) if values else None
             out[(start, key)] = row

@@ -6,21 +6,20 @@ reference — the worked examples of the issue, then generated queries, where
 """
 
 import pytest
+from harness import plan_for, run_local
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from local_engine import plan_for, run_local
 from reference import reference_aggregates, reference_trends
 
 import cetql
 from cetql.errors import QueryError
-from cetql.options import RunOptions
 from cetql.planner.logical.plan import KeyMethod, Partition
 
 SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def _trends(text, events, typed=True, **options):
-    _, _, out = run_local(text, events, typed=typed, options=RunOptions.of(max_trends=0, **options))
+    _, _, out = run_local(text, events, typed=typed, max_trends=0, **options)
     got = {}
     for r in out:
         got.setdefault(_window(r), set()).add(tuple(r["events"]))

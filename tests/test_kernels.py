@@ -1,5 +1,5 @@
 """The kernels against the brute-force reference, through the real compiler
-(parse → bind → plan → lower) and without Spark (`local_engine`).
+(parse → bind → the logical and physical plans → the kernel spec) and without Spark (`harness`).
 
 Patterns and predicates are generated: SEQ, Kleene `+ * ?`, nested Kleene,
 negation before / between / after, repeated types, vertex, equal / range /
@@ -12,166 +12,36 @@ COMPLETE trends must equal the number of trends detection returns.
 
 import dataclasses
 import math
-from decimal import Decimal
 
 import pytest
+from checks import aggregates, check_aggregates, compile_or_skip, detected, slide, wanted
+from generators import SLIDING, queries, stream
+from harness import kernel_table, plan_for, run_local
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from local_engine import kernel_table, plan_for, run_local
-from reference import reference_aggregates, reference_trends
+from reference import reference_trends
 
-import cetql
-from cetql import ast as A
-from cetql.errors import QueryError, UsageError
+from cetql.errors import UsageError
 from cetql.options import RunOptions
 from cetql.planner.kernels import greta, process
 from cetql.planner.kernels.errors import TrendLimitExceeded, digits
 from cetql.planner.kernels.graph import Graph
-from cetql.planner.kernels.graph import trends as kernel_trends
+from cetql.planner.kernels.runs import trends as kernel_trends
 from cetql.planner.logical.plan import Windows
-from cetql.planner.semantics.bind import bind
-from cetql.printer import aggregate_to_text, to_text
 
 FAST = settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 
-# ---------------------------------------------------------------- streams
-
-
-def stream(typed: bool, max_size: int = 7, max_time: int = 8):
-    return st.lists(
-        st.fixed_dictionaries(
-            {
-                "ts": st.integers(0, max_time),
-                "__type": st.sampled_from("ABC") if typed else st.just(None),
-                "x": st.none() | st.integers(0, 3),
-                "g": st.sampled_from("gh"),
-                "k": st.sampled_from("uv"),
-            }
-        ),
-        max_size=max_size,
-    ).map(lambda evs: [dict(e, id=i) for i, e in enumerate(sorted(evs, key=lambda e: e["ts"]))])
-
-
-# ---------------------------------------------------------------- patterns and predicates
-
-
-@st.composite
-def patterns(draw, repeated_types: bool):
-    """A pattern over types A/B/C with unique variables v1, v2, …"""
-    counter = iter(range(1, 100))
-    types = "AB" if repeated_types else "ABC"
-
-    def leaf():
-        t = draw(st.sampled_from(types))
-        op = draw(st.sampled_from(["", "", "+", "+", "*", "?"]))
-        var = f"v{next(counter)}"
-        e = A.EventPattern(t, var)
-        return A.Kleene(e, op) if op else e
-
-    def seq(depth):
-        n = draw(st.integers(1, 3))
-        items = []
-        for i in range(n):
-            if depth < 1 and draw(st.integers(0, 5)) == 0:
-                items.append(A.Kleene(seq(depth + 1), "+"))
-            else:
-                items.append(leaf())
-            if i < n - 1 and draw(st.integers(0, 5)) == 0:
-                items.append(A.Negation(A.EventPattern("C", f"v{next(counter)}")))
-        if draw(st.integers(0, 7)) == 0:
-            pos = draw(st.sampled_from([0, len(items)]))
-            items.insert(pos, A.Negation(A.EventPattern("C", f"v{next(counter)}")))
-        return A.Seq(tuple(items)) if len(items) > 1 else items[0]
-
-    return seq(0)
-
-
-# (WITHIN, SLIDE): tumbling, 2 windows an event (copied), 3 or more (blocks of windows)
-WINDOWS = [(4, 2), (6, 3), (6, 6), (9, 3), (9, 9)]
-# many windows an event, slides that do not divide the length
-SLIDING = [(8, 1), (7, 2), (5, 2), (9, 4), (3, 1)]
-
-
-@st.composite
-def queries(draw, aggregation: bool, repeated_types: bool = False, windows=WINDOWS):
-    pattern = draw(patterns(repeated_types))
-    within, slide = draw(st.sampled_from(windows))
-    base = A.Query(pattern=pattern, within=A.Duration(within), slide=A.Duration(slide))
-    try:
-        bound = bind(cetql.parse(to_text(base)), {}, strict_params=False)
-    except QueryError:
-        assume(False)
-    positions = bound.template.all_positions
-    positive = [n for n, p in positions.items() if not p.negated]
-    conjuncts = []
-    for name in positive:
-        p = positions[name]
-        if p.kleene_self and draw(st.booleans()):
-            op = draw(st.sampled_from(["=", "<", ">", ">=", "!="]))
-            attr = draw(st.sampled_from(["x", "x", "g"])) if op == "=" else "x"
-            conjuncts.append(f"{name}[i].{attr} {op} {name}[i-1].{attr}")
-        if draw(st.integers(0, 4)) == 0:
-            conjuncts.append(f"{name}.k = 'u'")
-    if len(positive) >= 2 and draw(st.booleans()):
-        a, b = draw(st.permutations(positive))[:2]
-        op = draw(st.sampled_from(["=", "<", "!="]))
-        conjuncts.append(f"{a}.x {op} {b}.x")
-    if draw(st.integers(0, 3)) == 0:
-        conjuncts.append("[g]")
-    text = to_text(base)
-    if conjuncts:
-        text = text.replace("\nWITHIN", "\nWHERE " + " AND ".join(conjuncts) + "\nWITHIN", 1)
-    if aggregation:
-        first = positive[0]
-        aggs = ["COUNT(*)", f"COUNT({first})", f"SUM({first}.x)", f"MIN({first}.x)", f"MAX({first}.x)"]
-        text = "RETURN " + ", ".join(draw(st.lists(st.sampled_from(aggs), min_size=1, max_size=3, unique=True))) + "\n" + text
-        if "COUNT(*)" not in text.split("\n")[0]:
-            text = text.replace("RETURN ", "RETURN COUNT(*), ", 1)
-    return text
-
-
-def _compile_or_skip(text, *, typed, options=None):
-    try:
-        plan_for(text, typed=typed, options=options)
-    except QueryError:
-        assume(False)
-
-
 # ---------------------------------------------------------------- detection
-
-
-def _detected(text, events, typed, trend_set, spec_changes=None, **options):
-    opts = RunOptions.of(trends=trend_set, max_trends=0, **options)
-    _, _, out = run_local(text, events, typed=typed, options=opts, spec_changes=spec_changes)
-    got, rows = {}, 0
-    for r in out:
-        got.setdefault(r[next(k for k in r if k.endswith("wk"))], set()).add(tuple(r["events"]))
-        assert r["length"] == len(r["events"])
-        rows += 1
-    assert rows == sum(map(len, got.values())), "a trend returned twice"
-    return got
-
-
-def _wanted(text, events, typed, trend_set, window_slide):
-    want = {}
-    for (start, _end), trends in reference_trends(text, events, trend_set=trend_set, typed=typed).items():
-        want[start // window_slide] = set(trends)
-    return want
-
-
-def _slide(text):
-    q = cetql.parse(text)
-    return (q.slide or q.within).amount
 
 
 @FAST
 @given(st.data(), st.booleans(), st.sampled_from(["COMPLETE", "MAXIMAL", "ALL"]))
 def test_detection_equals_reference(data, typed, trend_set):
     text = data.draw(queries(False, repeated_types=not typed))
-    _compile_or_skip(text, typed=typed)
+    compile_or_skip(text, typed=typed)
     events = data.draw(stream(typed))
-    got = _detected(text, events, typed, trend_set)
-    assert got == _wanted(text, events, typed, trend_set, _slide(text)), text
+    got = detected(text, events, typed, trend_set)
+    assert got == wanted(text, events, typed, trend_set, slide(text)), text
 
 
 @FAST
@@ -181,10 +51,10 @@ def test_detection_within_a_memory_budget_equals_reference(data, typed, trend_se
     bytes: some groups) walks successors found again in the index, and
     fills output batches of a few event ids; the trends are the same."""
     text = data.draw(queries(False, repeated_types=not typed))
-    _compile_or_skip(text, typed=typed)
+    compile_or_skip(text, typed=typed)
     events = data.draw(stream(typed, max_size=9))
-    got = _detected(text, events, typed, trend_set, memory_budget=budget)
-    assert got == _wanted(text, events, typed, trend_set, _slide(text)), text
+    got = detected(text, events, typed, trend_set, memory_budget=budget)
+    assert got == wanted(text, events, typed, trend_set, slide(text)), text
 
 
 def test_a_budget_keeps_the_graph_out_of_memory():
@@ -240,9 +110,9 @@ def test_successors_found_again_equal_the_stored_ones(text, few, monkeypatch):
     over nulls, NaN and ties; a range step by sorting the few targets in
     range, or by checking every later one (`few` 0), or either by turns."""
     from cetql.planner.kernels import graph as G
-    from cetql.planner.kernels.graph import split_free
+    from cetql.planner.kernels.walks import split_free
 
-    monkeypatch.setattr(G._Step, "FEW", few)
+    monkeypatch.setattr(G.StepIndex, "FEW", few)
     rows = [{"ts": i // 2, "__type": "AB"[i % 3 == 2], "x": [0, 1, None, 1][i % 4],
              "y": [2.0, float("nan"), 1.0, None, 3.0][i % 5], "id": i} for i in range(60)]  # fmt: skip
     plan, phys = plan_for(text, typed=True, types=["A", "B"], options=RunOptions.of(max_trends=0),
@@ -258,37 +128,15 @@ def test_successors_found_again_equal_the_stored_ones(text, few, monkeypatch):
 # ---------------------------------------------------------------- aggregation
 
 
-def _aggregates(text, events, typed, **options):
-    _, _, out = run_local(text, events, typed=typed, options=RunOptions.of(**options))
-    return {r[next(k for k in r if k.endswith("wk"))]: r for r in out}
-
-
-def _check_aggregates(text, events, typed):
-    q = cetql.parse(text)
-    names = [aggregate_to_text(a) for a in q.aggregates]
-    got = _aggregates(text, events, typed)
-    slide = _slide(text)
-    want = {start // slide: row for (start, _), row in reference_aggregates(text, events, typed=typed).items()}
-    got = {k: v for k, v in got.items() if v["COUNT(*)"] != 0}  # the reference lists windows with trends only
-    assert got.keys() == want.keys(), text
-    for k, row in want.items():
-        for n in names:
-            g, w = got[k][n], row[n]
-            if isinstance(w, float) or isinstance(g, float):
-                assert g is not None and w is not None and math.isclose(float(g), float(w)), (text, k, n, g, w)
-            else:
-                assert (int(g) if isinstance(g, Decimal) else g) == w, (text, k, n, g, w)
-
-
 @FAST
 @given(st.data(), st.booleans(), st.sampled_from(["ALL", "COMPLETE"]))
 def test_aggregation_equals_reference(data, typed, trend_set):
     text = data.draw(queries(True, repeated_types=not typed))
     if trend_set == "COMPLETE":
         text += "\nTRENDS COMPLETE"
-    _compile_or_skip(text, typed=typed)
+    compile_or_skip(text, typed=typed)
     events = data.draw(stream(typed))
-    _check_aggregates(text, events, typed)
+    check_aggregates(text, events, typed)
 
 
 @FAST
@@ -297,11 +145,11 @@ def test_complete_count_equals_detected_rows(data, typed):
     """COUNT(*) … TRENDS COMPLETE = the number of rows detection returns, per window."""
     text = data.draw(queries(False, repeated_types=not typed))
     agg = "RETURN COUNT(*)\n" + text + "\nTRENDS COMPLETE"
-    _compile_or_skip(agg, typed=typed)
+    compile_or_skip(agg, typed=typed)
     events = data.draw(stream(typed))
-    detected = _detected(text, events, typed, "COMPLETE")
-    counted = {k: int(r["COUNT(*)"]) for k, r in _aggregates(agg, events, typed).items() if r["COUNT(*)"]}
-    assert counted == {k: len(v) for k, v in detected.items() if v}, text
+    found = detected(text, events, typed, "COMPLETE")
+    counted = {k: int(r["COUNT(*)"]) for k, r in aggregates(agg, events, typed).items() if r["COUNT(*)"]}
+    assert counted == {k: len(v) for k, v in found.items() if v}, text
 
 
 # ---------------------------------------------------------------- sliding windows: copies and blocks
@@ -311,10 +159,10 @@ def test_complete_count_equals_detected_rows(data, typed):
 @given(st.data(), st.booleans(), st.sampled_from(["COMPLETE", "MAXIMAL", "ALL"]), st.sampled_from(["copy", "blocks"]))
 def test_sliding_detection_equals_reference_both_sharings(data, typed, trend_set, sharing):
     text = data.draw(queries(False, repeated_types=not typed, windows=SLIDING))
-    _compile_or_skip(text, typed=typed)
+    compile_or_skip(text, typed=typed)
     events = data.draw(stream(typed))
-    got = _detected(text, events, typed, trend_set, sharing=sharing)
-    assert got == _wanted(text, events, typed, trend_set, _slide(text)), (sharing, text)
+    got = detected(text, events, typed, trend_set, sharing=sharing)
+    assert got == wanted(text, events, typed, trend_set, slide(text)), (sharing, text)
 
 
 @FAST
@@ -324,14 +172,14 @@ def test_windows_walked_on_a_shared_graph_equal_their_own_graphs(data, typed, tr
     each window's trends walked on it are those of the window's own graph,
     and the reference's: stored edges, none (1 byte) and some (300 bytes)."""
     text = data.draw(queries(False, repeated_types=not typed, windows=SLIDING))
-    _compile_or_skip(text, typed=typed)
+    compile_or_skip(text, typed=typed)
     _, phys = plan_for(text, typed=typed)
     assume(phys.spec.shared_graph)
     events = data.draw(stream(typed, max_size=10, max_time=14))
     options = {} if budget is None else {"memory_budget": budget}
-    shared = _detected(text, events, typed, trend_set, **options)
-    own = _detected(text, events, typed, trend_set, spec_changes={"shared_graph": False}, **options)
-    assert shared == own == _wanted(text, events, typed, trend_set, _slide(text)), text
+    shared = detected(text, events, typed, trend_set, **options)
+    own = detected(text, events, typed, trend_set, spec_changes={"shared_graph": False}, **options)
+    assert shared == own == wanted(text, events, typed, trend_set, slide(text)), text
 
 
 def test_a_shared_graph_counts_each_window_when_the_block_has_too_many_paths():
@@ -344,10 +192,10 @@ def test_a_shared_graph_counts_each_window_when_the_block_has_too_many_paths():
     assert phys.spec.shared_graph
     want = reference_trends(text, events, trend_set="COMPLETE")
     assert max(map(len, want.values())) == 16  # a window of 6 events: its first, its last, any of the 4 between
-    _, _, out = run_local(text, events, options=RunOptions.of(max_trends=16))  # the block has far more paths
+    _, _, out = run_local(text, events, max_trends=16)  # the block has far more paths
     assert sorted(r["events"] for r in out) == sorted(list(t) for ts in want.values() for t in ts)
     with pytest.raises(TrendLimitExceeded, match="would return 63 all trends"):
-        run_local(text, events, options=RunOptions.of(max_trends=62, trends="ALL"))
+        run_local(text, events, max_trends=62, trends="ALL")
 
 
 @FAST
@@ -358,11 +206,11 @@ def test_sliding_aggregation_blocks_equal_copies(data, typed, trend_set):
     text = data.draw(queries(True, repeated_types=not typed, windows=SLIDING))
     if trend_set == "COMPLETE":
         text += "\nTRENDS COMPLETE"
-    _compile_or_skip(text, typed=typed)
+    compile_or_skip(text, typed=typed)
     events = data.draw(stream(typed))
-    blocks = _aggregates(text, events, typed, sharing="blocks")
-    assert blocks == _aggregates(text, events, typed, sharing="copy"), text
-    _check_aggregates(text, events, typed)
+    blocks = aggregates(text, events, typed, sharing="blocks")
+    assert blocks == aggregates(text, events, typed, sharing="copy"), text
+    check_aggregates(text, events, typed)
 
 
 @FAST
@@ -389,9 +237,8 @@ def test_count_propagated_over_a_block_equals_each_window(data, approx):
     events = [dict(e, ts=(e["ts"] + shift) * scale) for e in data.draw(stream(False, max_size=12))]
     events = [dict(e, k=None) if e["id"] % 3 == 0 else e for e in events]  # null keys: in every part or none
     at = lambda r: (r[next(k for k in r if k.endswith("wk"))], r.get("g"))  # noqa: E731
-    blocks = {at(r): r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(approx=approx))[2]}
-    copies = {at(r): r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(approx=approx,
-                                                                                      sharing="copy"))[2]}  # fmt: skip
+    blocks = {at(r): r["COUNT(*)"] for r in run_local(text, events, approx=approx)[2]}
+    copies = {at(r): r["COUNT(*)"] for r in run_local(text, events, approx=approx, sharing="copy")[2]}
     assert blocks.keys() == copies.keys(), text
     for k, v in copies.items():
         assert (math.isclose(blocks[k], v) if approx else blocks[k] == v), (text, k, blocks[k], v)
@@ -409,7 +256,7 @@ def test_a_block_too_large_to_propagate_is_counted_window_by_window(predicate):
 
     small = dataclasses.replace(phys.spec, max_shared_cells=1)
     assert counts(small) == counts(phys.spec)
-    assert counts(small) == {r["__wk"]: r["COUNT(*)"] for r in run_local(text, events, options=RunOptions.of(sharing="copy"))[2]}
+    assert counts(small) == {r["__wk"]: r["COUNT(*)"] for r in run_local(text, events, sharing="copy")[2]}
 
 
 @pytest.mark.parametrize("text,typed,why", [
@@ -457,36 +304,36 @@ def test_repeated_type_complete():
     # A@3, A@4, A@5: the complete trends are (3,5) and (3,4,5); (4,5) is not
     # complete (@3 can be prepended): COUNT(*) 2, COUNT(b) 3.
     events = [{"id": t, "ts": t} for t in (3, 4, 5)]
-    (row,) = _aggregates("PATTERN SEQ(A a, A b+) AGG COUNT(*), COUNT(b) WITHIN 10 TRENDS COMPLETE", events, False).values()
+    (row,) = aggregates("PATTERN SEQ(A a, A b+) AGG COUNT(*), COUNT(b) WITHIN 10 TRENDS COMPLETE", events, False).values()
     assert (row["COUNT(*)"], row["COUNT(b)"]) == (2, 3)
-    assert _detected("PATTERN SEQ(A a, A b+) WITHIN 10", events, False, "COMPLETE") == {0: {(3, 5), (3, 4, 5)}}
+    assert detected("PATTERN SEQ(A a, A b+) WITHIN 10", events, False, "COMPLETE") == {0: {(3, 5), (3, 4, 5)}}
 
 
 def test_nested_kleene_complete():
     # a1 b2 a3 b4: trends (a1,b2) (a1,b4) (a3,b4) (a1,a3,b4) (a1,b2,a3,b4);
     # only (a3,b4) is incomplete (a1 can be prepended): 4.
-    (row,) = _aggregates("RETURN COUNT(*) PATTERN (SEQ(A+, B))+ WITHIN 10 TRENDS COMPLETE", _typed("a1,b2,a3,b4"),
+    (row,) = aggregates("RETURN COUNT(*) PATTERN (SEQ(A+, B))+ WITHIN 10 TRENDS COMPLETE", _typed("a1,b2,a3,b4"),
                          True).values()  # fmt: skip
     assert row["COUNT(*)"] == 4
 
 
 def test_event_in_no_trend_does_not_suppress_one():
     # window [36, 45): B36, A41, B44 — (A41, B44) is complete; B36 cannot be prepended.
-    rows = _aggregates("RETURN COUNT(*) PATTERN (SEQ(A+ a[], B b+))+ WITHIN 9 SLIDE 9 TRENDS COMPLETE",
+    rows = aggregates("RETURN COUNT(*) PATTERN (SEQ(A+ a[], B b+))+ WITHIN 9 SLIDE 9 TRENDS COMPLETE",
                        _typed("b36,a41,b44"), True)  # fmt: skip
     assert {k: r["COUNT(*)"] for k, r in rows.items()} == {4: 1}
 
 
 def test_a_long_trend_is_not_a_recursion():
     events = [{"id": i, "ts": i, "x": i} for i in range(5000)]
-    out = _detected("PATTERN S+ s[] WHERE s[i].x = s[i-1].x + 1 WITHIN 100000", events, False, "COMPLETE")
+    out = detected("PATTERN S+ s[] WHERE s[i].x = s[i-1].x + 1 WITHIN 100000", events, False, "COMPLETE")
     assert out == {0: {tuple(range(5000))}}
     # A single-type stream: each event may be `a` or in `b`, so the walk carries
     # sets of runs.  Only event 0 can be `a`; any later event may follow it as
     # b[0], then b rises by one: (0, f, f+1, …, n-1) for every f ≥ 1, each complete
     # (nothing precedes event 0, nothing follows n-1).
     n = 1200
-    seq = _detected("PATTERN SEQ(S a, S+ b[]) WHERE a.x = 0 AND b[i].x = b[i-1].x + 1 WITHIN 100000",
+    seq = detected("PATTERN SEQ(S a, S+ b[]) WHERE a.x = 0 AND b[i].x = b[i-1].x + 1 WITHIN 100000",
                     events[:n], False, "COMPLETE")  # fmt: skip
     assert seq == {0: {(0, *range(f, n)) for f in range(1, n)}}
 
@@ -513,7 +360,7 @@ def test_guard_count_equals_detected_rows(data, typed, trend_set):
     number of trends detection then returns for it — or, when the count is
     marked as a bound, at least that many."""
     text = data.draw(queries(False, repeated_types=not typed))
-    _compile_or_skip(text, typed=typed)
+    compile_or_skip(text, typed=typed)
     events = data.draw(stream(typed))
     types = sorted({e["__type"] for e in events if e.get("__type")}) if typed else ()
     cols = sorted({k for e in events for k in e})
@@ -537,8 +384,7 @@ def test_counts_of_any_length_are_printed_and_refused_with_their_size():
     default; and a detection guard over a count that long names its size."""
     n = 15_000
     events = [{"id": i, "ts": i, "y": i} for i in range(n)]
-    _, _, out = run_local("RETURN COUNT(*) PATTERN S+ s[] WITHIN 100000", events,
-                          options=RunOptions.of(exact="string"))  # fmt: skip
+    _, _, out = run_local("RETURN COUNT(*) PATTERN S+ s[] WITHIN 100000", events, exact="string")
     (row,) = out
     with_digits = row["COUNT(*)"]
     assert len(with_digits) == 4516 and with_digits == digits(2**n - 1)

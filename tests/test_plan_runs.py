@@ -84,14 +84,12 @@ def test_building_a_distributed_dataframe_runs_no_job(spark):
 def test_an_approximate_count_past_a_double_is_an_error_not_infinity():
     """2^1100 - 1 trends of E+ over 1,100 events: past a double's range.
     Approximate counting says so, naming the window; exact counting counts."""
-    from local_engine import run_local
+    from harness import run_local
 
-    from cetql.options import RunOptions
     from cetql.planner.kernels.errors import AggregateOverflow
 
     events = [{"id": i, "ts": i} for i in range(1100)]
     with pytest.raises(AggregateOverflow, match=r"COUNT\(\*\) passed the range of a double .* window \[0, 2000\)"):
         run_local("RETURN COUNT(*) PATTERN E+ e[] WITHIN 2000 APPROX", events)
-    _, _, out = run_local("RETURN COUNT(*) PATTERN E+ e[] WITHIN 2000", events,
-                          options=RunOptions.of(exact="string"))  # fmt: skip
+    _, _, out = run_local("RETURN COUNT(*) PATTERN E+ e[] WITHIN 2000", events, exact="string")
     assert out[0]["COUNT(*)"] == str(2**1100 - 1)

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from cetql.errors import QuerySemanticError, UsageError
+from cetql.errors import QuerySemanticError, UsageError, shared_keyed_event
 from cetql.options import Algorithm, Completeness, Index, RunOptions, Sharing, Strategy, TrendSet
 from cetql.parser import parse
 from cetql.planner.logical import build as B
@@ -91,6 +91,22 @@ def test_keys():
     assert {p.text for p in d.key_predicates} == {"b.k IS NOT NULL", "b[i].k = b[i-1].k", "a.z IS NOT NULL"}
 
 
+def test_a_key_split_into_parts_needs_events_of_its_variable_alone():
+    """`[b.k]` on a nested Kleene is split into parts, which is right only
+    when no event may be b and another variable: refused on one stream and
+    on typed inputs where b's type is another variable's too, with the
+    kernel's own message; kept where b's type is b's alone."""
+    text = "PATTERN (SEQ(A+ a[], {} b))+ WHERE [b.k] WITHIN 5"
+    refusal = shared_keyed_event("b", "a").replace("(", r"\(").replace(")", r"\)")
+    for t, inputs in (("B", Inputs()), ("B", Inputs(typed=False)), ("A", Inputs(typed=True))):
+        with pytest.raises(QuerySemanticError, match=refusal):
+            keys.apply(draft(text.format(t), inputs=inputs))
+    d = keys.apply(draft(text.format("B"), inputs=Inputs(typed=True)))
+    assert [k.method.choice for k in d.variable_keys] == [KeyMethod.PARTS]
+    single = keys.apply(draft("PATTERN SEQ(A+ a[], A b) WHERE [b.k] WITHIN 5"))  # a filter: no parts, no refusal
+    assert [k.method.choice for k in single.variable_keys] == [KeyMethod.FILTER]
+
+
 def test_indexes():
     d = given(draft("PATTERN SEQ(A a, B+ b[]) WHERE b[i].x < b[i-1].x AND [b.k] WITHIN 5"), indexes)
     by = {(t.source, t.target): t.index.choice for t in indexes.apply(d).transitions}
@@ -117,8 +133,8 @@ def test_strategy_and_prefilter():
     out = strategy.apply(replace(d, trend_set=Decision(TrendSet.ALL, "fixture")))
     assert out.prefilter.choice == Prefilter.NONE
     with pytest.raises(UsageError, match="E\\+ patterns"):
-        strategy.apply(given(draft("PATTERN (SEQ(A+ a[], B b))+ WHERE [b.k] WITHIN 5", strategy="distributed"),
-                             strategy))  # fmt: skip
+        strategy.apply(given(draft("PATTERN (SEQ(A+ a[], B b))+ WHERE [b.k] WITHIN 5", Inputs(typed=True),
+                                   strategy="distributed"), strategy))  # fmt: skip
 
 
 def test_windows():

@@ -36,13 +36,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from generators import SLIDING, WINDOWS, queries, stream
+from harness import plan_for
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
-from local_engine import plan_for
 from reference import reference_aggregates, reference_trends
 from test_aggregate_spark import _with_case as aggregation_with_case
 from test_detect_spark import _with_case as detection_with_case
-from test_kernels import SLIDING, WINDOWS, queries, stream
 
 import cetql
 from cetql.errors import QueryError, UsageError

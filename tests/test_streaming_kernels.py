@@ -23,10 +23,11 @@ import random
 from fractions import Fraction
 
 import pyarrow as pa
+from checks import compile_or_skip
+from generators import queries, stream
+from harness import kernel_table, plan_for, run_local
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from local_engine import kernel_table, plan_for, run_local
-from test_kernels import _compile_or_skip, queries, stream
 
 from cetql.options import RunOptions
 from cetql.planner.kernels import stream as S
@@ -151,7 +152,7 @@ def test_streamed_windows_equal_batch_windows(data, typed, aggregation, trend_se
     text = data.draw(queries(aggregation, repeated_types=not typed))
     trends = None if aggregation else trend_set
     options = RunOptions.of(trends=trends, max_trends=0)
-    _compile_or_skip(text, typed=typed, options=options)
+    compile_or_skip(text, typed=typed, options=options)
     events = data.draw(stream(typed, max_size=9, max_time=20))
     assume(events)
     batches = micro_batches(data.draw, events, max_delay=data.draw(st.sampled_from([0, 3, 8])))

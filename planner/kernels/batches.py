@@ -10,7 +10,8 @@ import pyarrow as pa
 
 
 def group_starts(table: pa.Table, group_cols: list[str]) -> list[int]:
-    """Row offsets where a new group begins (vectorised)."""
+    """Row offsets where a new group begins (vectorised).  Keys compare as
+    Spark groups them: NaN with NaN, -0.0 with 0.0, null with null."""
     import numpy as np
     import pyarrow.compute as pc
 
@@ -21,7 +22,12 @@ def group_starts(table: pa.Table, group_cols: list[str]) -> list[int]:
     change[0] = True
     for c in group_cols:
         col = table.column(c)
-        differs = pc.fill_null(pc.not_equal(col.slice(1), col.slice(0, n - 1)), True)
+        a, b = col.slice(1), col.slice(0, n - 1)
+        differs = pc.not_equal(a, b)
+        if pa.types.is_floating(col.type):  # NaN is unequal to itself in Arrow, equal in Spark
+            differs = pc.and_kleene(differs, pc.invert(pc.and_(pc.is_nan(a), pc.is_nan(b))))
+        both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+        differs = pc.if_else(both_null, False, pc.fill_null(differs, True))
         change[1:] |= np.asarray(differs.to_numpy(zero_copy_only=False), dtype=bool)
     return np.flatnonzero(change).tolist()
 

@@ -19,6 +19,10 @@ class AggregateOverflow(CetqlError):
     """An exact aggregate does not fit its output type."""
 
 
+class SharedKeyedEvent(CetqlError):
+    """An event may take a keyed state and another state (`parts`)."""
+
+
 def describe_window(context: Context, k: int) -> str:
     start = k * context.window_slide
     end = start + context.window_length

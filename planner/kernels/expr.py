@@ -1,34 +1,30 @@
-"""Spec expressions evaluated in a worker, as closures.
+"""Kernel expressions (`spec.Expr`) evaluated in Python — the one evaluator
+of the kernels and of the tests, as Spark evaluates the same expression
+(`cetql.planner.spark.exprs`).
 
-`compile_expr(e)` turns a plain expression tuple (see `spec`) into a
-function `f(env)`, where `env[slot]` is the row an attribute of that slot is
-read from (`env[slot][column]`).  SQL three-valued logic, exactly as Spark
-evaluates the same tuple (`cetql.planner.spark.exprs`): a null operand makes
-a comparison or an arithmetic result null, a comparison of values that cannot
-be compared is null, division and modulo by zero are null, AND and OR are
-absorbing.  Decimals meet floats as floats.
+`compile_expr(e)` turns an expression into a function `f(env)`, where
+`env[slot]` is the row an attribute of that slot is read from
+(`env[slot][column]`); `evaluate(e, env)` evaluates one.  SQL three-valued
+logic: a null operand makes a comparison or an arithmetic result null,
+values that cannot be compared compare as null, division and modulo by zero
+are null, AND and OR are absorbing; comparisons are Spark SQL's (`values`:
+NaN = NaN, NaN above every number, decimals against doubles as doubles).
 """
 
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Callable
 from decimal import Decimal
 
-COMPARATORS = {
-    "=": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
-MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
+from cetql.errors import ParameterError
+
+from . import spec as K
+from .values import compare
 
 
 def _mixed(a, b):
-    """Decimal with float: both as float (Spark would do the same)."""
+    """Decimal with float: both as float (as Spark does)."""
     if isinstance(a, Decimal) and isinstance(b, float):
         return float(a), b
     if isinstance(b, Decimal) and isinstance(a, float):
@@ -36,18 +32,19 @@ def _mixed(a, b):
     return a, b
 
 
-def compare(op: str, a, b):
-    """SQL comparison: None when either side is null or they cannot be compared."""
-    if a is None or b is None:
-        return None
-    a, b = _mixed(a, b)
-    try:
-        return COMPARATORS[op](a, b)
-    except TypeError:
-        return None
+def _modulo(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        try:
+            return math.fmod(a, b)
+        except ValueError:  # an infinite dividend: Spark gives NaN
+            return math.nan
+    r = abs(a) % abs(b)  # SQL: the sign of the dividend
+    return -r if a < 0 else r
 
 
-def _arith(op: str, a, b):
+def arith(op: str, a, b):
+    """`a OP b` for op in + - * / %, as Spark computes it (null for a null
+    operand or a zero divisor)."""
     if a is None or b is None:
         return None
     a, b = _mixed(a, b)
@@ -60,65 +57,70 @@ def _arith(op: str, a, b):
             return a * b
         if b == 0:
             return None
-        if op == "/":
-            return a / b
-        if isinstance(a, float) or isinstance(b, float):
-            return math.fmod(a, b)
-        r = abs(a) % abs(b)  # SQL: the sign of the dividend
-        return -r if a < 0 else r
-    except TypeError:
+        return a / b if op == "/" else _modulo(a, b)
+    except (TypeError, OverflowError):
         return None
 
 
-def compile_expr(e) -> Callable[[dict], object]:
-    tag = e[0]
-    if tag == "lit":
-        v = float(e[1]) if isinstance(e[1], Decimal) else e[1]
-        return lambda env: v
-    if tag == "col":
-        slot, col = e[1], e[2]
-        return lambda env: env[slot][col]
-    if tag == "neg":
-        f = compile_expr(e[1])
+def _connective(fs: list, absorbing: bool):
+    def connective(env):
+        result = not absorbing
+        for g in fs:
+            v = g(env)
+            if v is absorbing:
+                return absorbing
+            if v is None:
+                result = None
+        return result
 
-        def neg(env):
-            v = f(env)
-            return None if v is None else -v
+    return connective
 
-        return neg
-    if tag == "arith":
-        op, fa, fb = e[1], compile_expr(e[2]), compile_expr(e[3])
-        return lambda env: _arith(op, fa(env), fb(env))
-    if tag == "cmp":
-        op, fa, fb = e[1], compile_expr(e[2]), compile_expr(e[3])
-        return lambda env: compare(op, fa(env), fb(env))
-    if tag in ("and", "or"):
-        fs = [compile_expr(x) for x in e[1]]
-        absorbing = tag == "or"
 
-        def connective(env):
-            result = not absorbing
-            for g in fs:
-                v = g(env)
-                if v is absorbing:
-                    return absorbing
-                if v is None:
-                    result = None
-            return result
+def compile_expr(e: K.Expr) -> Callable[[dict], object]:
+    """The expression as a function of `env` (see the module)."""
+    match e:
+        case K.Lit(value=v):
+            v = float(v) if isinstance(v, Decimal) else v
+            return lambda _env: v
+        case K.Col(slot=slot, column=col):
+            return lambda env: env[slot][col]
+        case K.Param(name=n):
+            raise ParameterError(K.unbound(n))
+        case K.Neg(operand=x):
+            f = compile_expr(x)
 
-        return connective
-    if tag == "not":
-        f = compile_expr(e[1])
+            def neg(env):
+                v = f(env)
+                return None if v is None else -v
 
-        def negate(env):
-            v = f(env)
-            return None if v is None else not v
+            return neg
+        case K.Arith(op=op, left=a, right=b):
+            fa, fb = compile_expr(a), compile_expr(b)
+            return lambda env: arith(op, fa(env), fb(env))
+        case K.Cmp(op=op, left=a, right=b):
+            fa, fb = compile_expr(a), compile_expr(b)
+            return lambda env: compare(op, fa(env), fb(env))
+        case K.And(items=xs):
+            return _connective([compile_expr(x) for x in xs], absorbing=False)
+        case K.Or(items=xs):
+            return _connective([compile_expr(x) for x in xs], absorbing=True)
+        case K.Not(operand=x):
+            f = compile_expr(x)
 
-        return negate
-    if tag == "when":
-        fc, fx = compile_expr(e[1]), compile_expr(e[2])
-        return lambda env: fx(env) if fc(env) is True else None
-    raise ValueError(f"not a spec expression: {e!r}")
+            def negate(env):
+                v = f(env)
+                return None if v is None else not v
+
+            return negate
+        case K.IsNotNull(operand=x):
+            f = compile_expr(x)
+            return lambda env: f(env) is not None
+    raise TypeError(f"not a kernel expression: {e!r}")
+
+
+def evaluate(e: K.Expr, env: dict):
+    """One expression over one environment (see `compile_expr`)."""
+    return compile_expr(e)(env)
 
 
 class Row:

@@ -1,32 +1,75 @@
-"""The ABI attribute index, in the forms the kernels need — one
-implementation of each, shared by detection and aggregation.
+"""The ABI attribute index — one implementation, shared by detection and
+aggregation.
 
-- `Monoid`: component-wise sums, minima and maxima of value vectors.
-- `Total`, `Hash`, `Fenwick`, `Scan`: aggregate the values of the events
-  inserted so far that a later event may follow (GRETA's predecessor sums):
-  no predicate (a running total), `next.l = h(prev)` (a hash on h),
-  `next.l OP h(prev)` (a Fenwick tree over the sorted distinct h values — the
-  ABI range vertices with prefix sums), anything else (a scan).
-- `later_in_range`: for detection, the events after each event whose value
-  satisfies `l OP h` — the ABI range to-edges — in O(log n + k) each.
+An indexed edge predicate is `next.lval OP h(prev)`, OP in = < <= > >=.
+`AttributeIndex` holds both sides as comparison keys (`values`: NaN one
+value above every number, -0.0 = 0.0, decimals against doubles as doubles)
+— for a range, as their ranks in one SQL order (`values.ranks`), ABI's
+attribute vertices — so that a predicate is a comparison of two keys and
+the events a probe may pair with are one key or a span of ranks (`span`):
+
+- detection (`graph`) lists successors: the later events whose lval
+  equals an event's h (a hash) or whose rank lies in its span (ranks kept
+  sorted: `later_in_range`, `count_in_range`);
+- aggregation (`template`, `kleene`) sums over predecessors (GRETA): values
+  inserted at the key of their h, queried with a later event's lval
+  (`sums`: one sum a key for =, the one `Fenwick` tree over ranks otherwise).
+
+`Monoid` adds the value vectors aggregation propagates (sums, minima,
+maxima); `Fenwick` is the one prefix-sum tree, over numbers (also the
+counts detection's guard takes), numpy rows or monoid vectors.
 """
 
 from __future__ import annotations
 
-import bisect
-import math
+import copy
 from collections.abc import Callable, Sequence
 
+import numpy as np
 from sortedcontainers import SortedList
 
-from .expr import COMPARATORS, _mixed
+from .values import COMPARATORS, comparable, ranks, smaller
 
 SUM, MIN, MAX = "sum", "min", "max"
 
 
-def usable(v) -> bool:
-    """A value an index may hold: not null, not NaN (NaN compares false)."""
-    return v is not None and v == v  # NaN is the one value unequal to itself
+def span(op: str, r: int | None, size: int) -> tuple[int, int]:
+    """The ranks k (0 … size-1) with `k OP r`, as [lo, hi); empty for a null r."""
+    if r is None:
+        return 0, 0
+    if op == "=":
+        return r, r + 1
+    if op == "<":
+        return 0, r
+    if op == "<=":
+        return 0, r + 1
+    if op == ">":
+        return r + 1, size
+    return r, size  # ">="
+
+
+class AttributeIndex:
+    """One predicate `next.lval OP h(prev)` over a group's events: `lval`
+    and `h` are the two columns as keys (=) or ranks (a range; `size` of
+    them), None for null."""
+
+    __slots__ = ("op", "lval", "h", "size")
+
+    def __init__(self, lval: Sequence, op: str, h: Sequence):
+        self.op = op
+        if op == "=":
+            (self.lval, self.h), self.size = comparable(lval, h), 0
+        else:
+            self.lval, self.h, self.size = ranks(lval, h)
+
+    def later(self, e: int) -> tuple[int, int]:
+        """The lval ranks an event after e may have: [lo, hi) (a range)."""
+        return span(self.op, self.h[e], self.size)
+
+    def holds(self, e: int, f: int) -> bool:
+        """The predicate from e to the later event f."""
+        a, b = self.lval[f], self.h[e]
+        return a is not None and b is not None and COMPARATORS[self.op](a, b)
 
 
 class Monoid:
@@ -44,166 +87,172 @@ class Monoid:
             y = acc[i]
             if k == SUM:
                 acc[i] = x if y is None else y + x
-            elif y is None or (x < y if k == MIN else x > y):
+            elif y is None or (smaller(x, y) if k == MIN else smaller(y, x)):
                 acc[i] = x
 
 
-class Total:
-    def __init__(self, m: Monoid):
-        self.m, self.acc = m, list(m.zero)
-
-    def insert(self, node, v):
-        self.m.add(self.acc, v)
-
-    def query(self, node):
-        return self.acc
-
-
-class Hash:
-    """Values keyed by `key[event]`; a query sums the bucket `probe[event]`."""
-
-    def __init__(self, m: Monoid, key: Sequence, probe: Sequence):
-        self.m, self.key, self.probe, self.buckets = m, key, probe, {}
-
-    def insert(self, node, v):
-        k = self.key[node[0]]
-        if not usable(k):
-            return
-        acc = self.buckets.get(k)
-        if acc is None:
-            acc = self.buckets[k] = list(self.m.zero)
-        self.m.add(acc, v)
-
-    def query(self, node):
-        k = self.probe[node[0]]
-        return self.buckets.get(k, self.m.zero) if usable(k) else self.m.zero
-
-
 class Fenwick:
-    """Σ over inserted nodes whose key k satisfies `probe OP k`, the keys
-    known up front (the ABI attribute vertices: distinct sorted values)."""
+    """Σ of the values inserted at a rank r with `r OP q`, for a query rank
+    q and OP one of < <= > >=: a Fenwick tree over the ranks (reversed for
+    > and >=, so that the ranks asked for are a prefix), O(log size) an
+    insertion or a query.  Values are numbers (added with +), numpy rows
+    (`zero` an array: one vectorised step a call) or vectors added in place
+    by `add`; `insert(r, v)` and `query(q)` are the methods for the kind,
+    chosen once.  A null rank is inserted nowhere and matches nothing."""
 
-    def __init__(self, m: Monoid, key: Sequence, probe: Sequence, op: str, universe):
-        self.m, self.key, self.probe = m, key, probe
-        self.keys = sorted({x for x in universe if usable(x)})
-        # probe OP k: '>' → k < probe (prefix), '>=' → k <= probe, '<' → k > probe (suffix), '<=' → k >= probe
-        self.prefix = op in (">", ">=")
-        self.strict = op in (">", "<")
-        self.tree = [list(m.zero) for _ in range(len(self.keys) + 1)]
+    __slots__ = ("size", "tree", "zero", "add", "base", "sign", "end", "insert", "query")
 
-    def _pos(self, k) -> int:  # 1-based position in the tree's order
-        r = bisect.bisect_left(self.keys, k)
-        return r + 1 if self.prefix else len(self.keys) - r
+    def __init__(self, size: int, op: str, zero, add: Callable | None = None):
+        self.size, self.zero, self.add = size, zero, add
+        # rank r is at position base + sign * r (1-based: + 1); query q sums the positions before end + sign * q
+        reverse = op in (">", ">=")
+        self.base, self.sign = (size, -1) if reverse else (1, 1)
+        self.end = (size - 1 if reverse else 0) + (1 if op in ("<=", ">=") else 0)
+        if isinstance(zero, np.ndarray):
+            self.tree = np.zeros((size + 1, *zero.shape), dtype=zero.dtype)
+            self.insert, self.query = self._insert_rows, self._query_rows
+        else:
+            self.tree = [copy.copy(zero) for _ in range(size + 1)]
+            if add is None:
+                self.insert, self.query = self._insert_numbers, self._query_numbers
+            else:
+                self.insert, self.query = self._insert_vectors, self._query_vectors
 
-    def insert(self, node, v):
-        k = self.key[node[0]]
-        if not usable(k):
+    def _insert_numbers(self, r: int | None, v) -> None:
+        if r is None:
             return
-        i = self._pos(k)
-        while i < len(self.tree):
-            self.m.add(self.tree[i], v)
+        i, tree, size = self.base + self.sign * r, self.tree, self.size
+        while i <= size:
+            tree[i] += v
             i += i & -i
 
-    def query(self, node):
-        q = self.probe[node[0]]
-        if not usable(q):
-            return self.m.zero
-        try:
-            if self.prefix:  # keys < q (strict) or <= q
-                i = bisect.bisect_left(self.keys, q) if self.strict else bisect.bisect_right(self.keys, q)
-            else:  # keys > q (strict) or >= q: counted from the top
-                i = len(self.keys) - (bisect.bisect_right(self.keys, q) if self.strict else bisect.bisect_left(self.keys, q))
-        except TypeError:  # values that do not compare (text against numbers): no match
-            return self.m.zero
-        acc = list(self.m.zero)
+    def _query_numbers(self, q: int | None):
+        acc = self.zero
+        if q is None:
+            return acc
+        i, tree = self.end + self.sign * q, self.tree
         while i > 0:
-            self.m.add(acc, self.tree[i])
+            acc = acc + tree[i]
             i -= i & -i
         return acc
 
+    def _insert_vectors(self, r: int | None, v) -> None:
+        if r is None:
+            return
+        i, tree, size, add = self.base + self.sign * r, self.tree, self.size, self.add
+        while i <= size:
+            add(tree[i], v)
+            i += i & -i
 
-class Scan:
-    """Every inserted node, each checked against the query: O(n) a query."""
-
-    def __init__(self, m: Monoid, valid: Callable[[tuple, tuple], bool]):
-        self.m, self.valid, self.items = m, valid, []
-
-    def insert(self, node, v):
-        self.items.append((node, v))
-
-    def query(self, node):
-        acc = list(self.m.zero)
-        for other, v in self.items:
-            if self.valid(other, node):
-                self.m.add(acc, v)
+    def _query_vectors(self, q: int | None):
+        acc = copy.copy(self.zero)
+        if q is None:
+            return acc
+        i, tree, add = self.end + self.sign * q, self.tree, self.add
+        while i > 0:
+            add(acc, tree[i])
+            i -= i & -i
         return acc
+
+    def _insert_rows(self, r: int | None, v) -> None:
+        if r is None:
+            return
+        i, path = self.base + self.sign * r, []
+        while i <= self.size:
+            path.append(i)
+            i += i & -i
+        self.tree[path] += v
+
+    def _query_rows(self, q: int | None):
+        if q is None:
+            return self.zero.copy()
+        i, path = self.end + self.sign * q, []
+        while i > 0:
+            path.append(i)
+            i -= i & -i
+        return self.tree[path].sum(axis=0) if path else self.zero.copy()
+
+
+class ByKey:
+    """Σ of the values inserted at the query's own key (an equal predicate):
+    one sum a key."""
+
+    __slots__ = ("sums", "zero", "add")
+
+    def __init__(self, zero, add: Callable | None = None):
+        self.sums, self.zero, self.add = {}, zero, add
+
+    def insert(self, k, v) -> None:
+        if k is None:
+            return
+        acc = self.sums.get(k)
+        if acc is None:
+            self.sums[k] = copy.copy(v)
+        elif self.add is not None:
+            self.add(acc, v)
+        else:
+            self.sums[k] = acc + v
+
+    def query(self, q):
+        acc = self.sums.get(q)
+        return self.zero if acc is None else acc
+
+
+def sums(size: int, op: str, zero, add: Callable | None = None) -> ByKey | Fenwick:
+    """Σ of the values inserted at a key r with `r OP q`, for a query key q
+    (`insert(r, v)`, `query(q)`; ranks 0 … size-1 for a range): the ABI
+    attribute vertices with GRETA's sums.  Numbers, numpy rows, or vectors
+    of a monoid (`add`)."""
+    return ByKey(zero, add) if op == "=" else Fenwick(size, op, zero, add)
 
 
 # ---------------------------------------------------------------- detection: range to-edges
 
 
-def _range_sweep(times: Sequence, sources: Sequence[int], targets: Sequence[int], lval: Sequence, op: str,
-                 h: Sequence):  # fmt: skip
-    """(e, later, lo, hi) for each source event e, latest first: `later`
-    holds the targets after e sorted by lval, and [lo, hi) is the slice
-    of it where `lval OP h[e]` holds (empty slices are not yielded)."""
-    later = SortedList()
+def _sweep(times: Sequence, sources: Sequence[int], targets: Sequence[int], idx: AttributeIndex, later):
+    """Sources latest first, each as (e, lo, hi) with `later` holding (by
+    `later.insert(f)`) exactly the targets after e: [lo, hi) is the span of
+    lval ranks a successor of e may have (empty spans are not yielded)."""
+    lval = idx.lval
     ti = len(targets) - 1
-    si = len(sources) - 1
-    inf = math.inf
-    while si >= 0:
-        t = times[sources[si]]
+    for si in range(len(sources) - 1, -1, -1):
+        e = sources[si]
+        t = times[e]
         while ti >= 0 and times[targets[ti]] > t:
             f = targets[ti]
-            if usable(lval[f]):
-                later.add((lval[f], f))
+            if lval[f] is not None:
+                later(f)
             ti -= 1
-        e = sources[si]
-        hv = h[e]
-        si -= 1
-        if not usable(hv) or not later:
-            continue
-        try:
-            if op == ">":
-                lo, hi = later.bisect_left((hv, inf)), len(later)
-            elif op == ">=":
-                lo, hi = later.bisect_left((hv, -1)), len(later)
-            elif op == "<":
-                lo, hi = 0, later.bisect_left((hv, -1))
-            else:  # "<="
-                lo, hi = 0, later.bisect_left((hv, inf))
-        except TypeError:  # values that do not compare: no match
-            continue
+        lo, hi = idx.later(e)
         if lo < hi:
-            yield e, later, lo, hi
+            yield e, lo, hi
 
 
-def later_in_range(times: Sequence, sources: Sequence[int], targets: Sequence[int], lval: Sequence, op: str,
-                   h: Sequence) -> dict[int, list[int]]:  # fmt: skip
+def later_in_range(times: Sequence, sources: Sequence[int], targets: Sequence[int],
+                   idx: AttributeIndex) -> dict[int, list[int]]:  # fmt: skip
     """For each source event e, the target events f with t_f > t_e and
     `lval[f] OP h[e]`, in time order.  A backward sweep over time keeps the
-    later targets in a list sorted by lval, so each query is one slice of it:
-    O((n + k) log n) in all, never a scan of every later event."""
+    later targets sorted by lval rank (coded as rank * n + f), so each query
+    is one slice of them: O((n + k) log n) in all."""
+    n = len(times)
+    code = idx.lval
+    kept = SortedList()
     out: dict[int, list[int]] = {}
-    for e, later, lo, hi in _range_sweep(times, sources, targets, lval, op, h):
-        found = [f for _, f in later.islice(lo, hi)]
-        found.sort()
-        out[e] = found
+    for e, lo, hi in _sweep(times, sources, targets, idx, lambda f: kept.add(code[f] * n + f)):
+        a, b = kept.bisect_left(lo * n), kept.bisect_left(hi * n)
+        if a < b:
+            found = [c % n for c in kept.islice(a, b)]
+            found.sort()
+            out[e] = found
     return out
 
 
-def count_in_range(times: Sequence, sources: Sequence[int], targets: Sequence[int], lval: Sequence, op: str,
-                   h: Sequence) -> int:  # fmt: skip
-    """How many pairs `later_in_range` would list, in O(n log n), listing none."""
-    return sum(hi - lo for _, _, lo, hi in _range_sweep(times, sources, targets, lval, op, h))
-
-
-def matches(op: str, a, b) -> bool:
-    """`a OP b` holds (SQL: false when null or not comparable)."""
-    if a is None or b is None:
-        return False
-    a, b = _mixed(a, b)
-    try:
-        return bool(COMPARATORS[op](a, b))
-    except TypeError:
-        return False
+def count_in_range(times: Sequence, sources: Sequence[int], targets: Sequence[int], idx: AttributeIndex) -> int:
+    """How many pairs `later_in_range` would list, in O(n log n), listing
+    none: the later targets counted by lval rank (a Fenwick tree)."""
+    tree = sums(idx.size, idx.op, 0)
+    lval, h = idx.lval, idx.h
+    total = 0
+    for e, _, _ in _sweep(times, sources, targets, idx, lambda f: tree.insert(lval[f], 1)):
+        total += tree.query(h[e])
+    return total

@@ -3,22 +3,19 @@ partition, as plain frozen values — strings, numbers, tuples, frozensets and
 the enums of `cetql.options`.  No AST, no Spark objects, no closures: a spec
 pickles small and means the same on every worker.
 
-The logical plan is lowered to a spec on the driver (`cetql.planner.lower`);
-the kernels (`graph`, `greta`, `aseq`, `process`) read it.
+The physical plan derives the spec on the driver (`planner.physical.kernel`,
+its expressions built in `planner.physical.exprs` alone); the kernels read
+it (`process` is where they start).
 
 Expressions
 -----------
-An `Expr` is a plain tuple tree, evaluated with SQL three-valued logic (a
-null operand makes a comparison or an arithmetic result null; a null
-predicate is false; division or modulo by zero is null):
-
-    ("lit", value)           a constant: int, float, Decimal, str, bool or None
-    ("col", slot, column)    the value of `column` for the event in `slot`
-    ("neg", x)               -x
-    ("arith", op, a, b)      op in "+", "-", "*", "/", "%"
-    ("cmp", op, a, b)        op in "=", "!=", "<", "<=", ">", ">="
-    ("and", (x, ...))        ("or", (x, ...))        ("not", x)
-    ("when", cond, x)        x where cond is true, else null (column definitions only)
+An `Expr` is a tree of the frozen values below, evaluated with SQL
+three-valued logic and Spark SQL's comparisons (`values`): a null operand
+makes a comparison or an arithmetic result null; a null predicate is false;
+division or modulo by zero is null; NaN equals NaN and is larger than every
+number.  `kernels.expr` evaluates them in Python, `spark.exprs` spells them
+as Spark columns, `spark.sql` as Spark SQL text, `physical.show` as the text
+`--explain` prints.
 
 Slots: "self" for an expression over one event (column definitions),
 "prev" and "next" for an edge predicate (the earlier and the later event of
@@ -36,13 +33,103 @@ attribute columns read by `others`/`cross` expressions, aggregate values).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
 from cetql.options import MAX_SHARED_CELLS, Algorithm, Completeness, Exact, Index, Kernel, TrendSet
 
-Expr = tuple
+# ---------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True, slots=True)
+class Lit:
+    """A constant: int, float, Decimal, str, bool or None."""
+
+    value: int | float | Decimal | str | bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class Col:
+    """The value of `column` for the event in `slot`."""
+
+    slot: str
+    column: str
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A query parameter no value was given for: `--explain` shows it, and
+    evaluating or spelling it is refused (`ParameterError`)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Neg:
+    operand: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Arith:
+    op: str  # "+", "-", "*", "/", "%"
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Cmp:
+    op: str  # "=", "!=", "<", "<=", ">", ">="
+    left: Expr
+    right: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class And:
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Or:
+    items: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    operand: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class IsNotNull:
+    """True iff the value is not null (NaN is not null); never null itself."""
+
+    operand: Expr
+
+
+Expr = Lit | Col | Param | Neg | Arith | Cmp | And | Or | Not | IsNotNull
+
+
+def columns(*exprs: Expr | None) -> tuple[str, ...]:
+    """Every column the expressions read, in order, each once."""
+    found: dict[str, None] = {}
+    todo = [e for e in reversed(exprs) if e is not None]
+    while todo:
+        e = todo.pop()
+        match e:
+            case Col(column=c):
+                found[c] = None
+            case Lit() | Param():
+                pass
+            case Neg(operand=x) | Not(operand=x) | IsNotNull(operand=x):
+                todo.append(x)
+            case Arith(left=a, right=b) | Cmp(left=a, right=b):
+                todo += (b, a)
+            case And(items=xs) | Or(items=xs):
+                todo += reversed(xs)
+            case _:
+                raise TypeError(f"not a kernel expression: {e!r}")
+    return tuple(found)
+
 
 # Comparators an indexed edge predicate may use, written `next.lval OP h(prev)`.
-RANGE_OPS = ("<", "<=", ">", ">=")
 
 # How a transition finds the successors of an event (decided by the plan):
 HASH = Index.HASH  # equal[0]: a hash from value to the events with that lval (ABI attribute vertex)
@@ -146,13 +233,25 @@ class Context:
 
 @dataclass(frozen=True)
 class StateKey:
-    """`[v.k]` enforced by parts: a group is split into one part per value
-    of `column` among the events of `state`; in a part, `state`'s mask holds
-    only for its value (null: never).  The plan guarantees every trend binds
-    `state`, so each trend lies in exactly one part."""
+    """An equivalence attribute of one state's events (`[b.k]`): `column`
+    holds each event's key.  A spec's state keys split each group into
+    parts, one per combination of the keyed states' key values; in a part, a
+    keyed state's mask holds only for events whose key is the part's value
+    (a null key: never), the other states' masks are unchanged, and each
+    part is evaluated on its own (`parts`).  The plan keys only states that
+    every trend has an event at, so each trend lies in exactly one part."""
 
     state: str
     column: str
+
+
+def unbound(name: str) -> str:
+    """The one message for a parameter left without a value."""
+    return f"unbound parameter '{name}': give it a value with --param {name}=<value>"
+
+
+def _enum_trend_set(spec) -> None:
+    object.__setattr__(spec, "trend_set", TrendSet(spec.trend_set))
 
 
 @dataclass(frozen=True)
@@ -166,7 +265,10 @@ class DetectSpec:
     batch_events: int = 1_000_000  # event ids per output Arrow batch, whatever the number of trends
     max_edges: int | None = None  # a group's graph stores at most this many edges, else none (None: no bound)
     shared_graph: bool = False  # blocks of windows: one graph a block, each window walked on its nodes
-    state_keys: tuple[StateKey, ...] = ()  # split each group into parts (see StateKey)
+    state_keys: tuple[StateKey, ...] = ()  # per-variable equivalence attributes (see StateKey)
+
+    def __post_init__(self):
+        _enum_trend_set(self)
 
 
 # Aggregation algorithms and how COMPLETE trends are aggregated (decided by the plan):
@@ -201,6 +303,9 @@ class AggregateSpec:
     output_names: tuple[str, ...] = ()  # their names as the user wrote them
     # Equivalence attributes that split a group into independent parts:
     shared_subkeys: tuple[str, ...] = ()  # of every event (a null value: the event is in no trend)
-    state_keys: tuple[StateKey, ...] = ()  # split each group into parts (see StateKey)
+    state_keys: tuple[StateKey, ...] = ()  # of one state's events (see StateKey)
     propagate: bool = False  # blocks of windows, KLEENE_COUNT: every window of a block in one pass
     max_shared_cells: int = MAX_SHARED_CELLS  # … while its index stays under this many cells
+
+    def __post_init__(self):
+        _enum_trend_set(self)

@@ -19,56 +19,43 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Sequence
-from decimal import Decimal
 
 from . import spec as K
-from .expr import MIRROR, Row, compile_expr
-from .index import MAX, Fenwick, Hash, Monoid, Scan, Total, matches
-
-
-def _first(values: Sequence):
-    return next((v for v in values if v is not None), None)
-
-
-def _comparable(lv: Sequence, h: Sequence) -> tuple[Sequence, Sequence]:
-    """A DECIMAL column against a DOUBLE one, both as doubles, as Spark
-    compares them (and `expr.compare` does); so the index (hash, sorted
-    lists) and a check pair by pair agree.  A column holds one type."""
-    a, b = _first(lv), _first(h)
-    if isinstance(a, Decimal) and isinstance(b, float):
-        return [None if v is None else float(v) for v in lv], h
-    if isinstance(b, Decimal) and isinstance(a, float):
-        return lv, [None if v is None else float(v) for v in h]
-    return lv, h
+from .expr import Row, compile_expr
+from .index import MAX, AttributeIndex, Monoid, sums
+from .values import MIRROR
 
 
 class Step:
-    """One transition's predicates over a group's columns."""
+    """One transition's predicates over a group's columns: the equal and
+    range predicates as attribute indexes (`indexes`; `keyed` is the one the
+    plan finds successors by, None for a scan), the others as functions of
+    two events, and the negations that may lie between."""
 
-    __slots__ = ("source", "target", "equal", "ranges", "others", "index", "between", "times")
+    __slots__ = ("source", "target", "indexes", "keyed", "checks", "others", "between", "times")
 
     def __init__(self, tr: K.Transition, cols: dict, between: list, times: Sequence):
-        self.source, self.target, self.index = tr.source, tr.target, tr.index
-        self.equal = [_comparable(cols[lc], cols[hc]) for lc, hc in tr.equal]
-        self.ranges = [(lv, op, h) for (lc, op, hc) in tr.ranges for lv, h in [_comparable(cols[lc], cols[hc])]]
+        self.source, self.target = tr.source, tr.target
+        equal = [AttributeIndex(cols[lc], "=", cols[hc]) for lc, hc in tr.equal]
+        ranges = [AttributeIndex(cols[lc], op, cols[hc]) for lc, op, hc in tr.ranges]
+        self.indexes = equal + ranges
+        if tr.index == K.HASH and equal:
+            self.keyed = equal[0]
+        elif tr.index == K.RANGE and ranges:
+            self.keyed = ranges[0]
+        else:
+            self.keyed = None
+        self.checks = [i for i in self.indexes if i is not self.keyed]  # what the index leaves to check
         fs = [compile_expr(e) for e in tr.others]
         self.others = [lambda i, j, f=f: f({"prev": Row(cols, i), "next": Row(cols, j)}) for f in fs]
         self.between = between  # summaries of negations between source and target
         self.times = times
 
-    def holds(self, e: int, f: int, skip: int | None = None) -> bool:
-        """Every predicate holds from event e to the later event f (`skip`:
-        the index predicate, already known to hold: ("equal"|"range", 0))."""
-        for k, (lv, h) in enumerate(self.equal):
-            if skip == ("equal", k):
-                continue
-            a, b = lv[f], h[e]
-            if a is None or b is None or not matches("=", a, b):
-                return False
-        for k, (lv, op, h) in enumerate(self.ranges):
-            if skip == ("range", k):
-                continue
-            if not matches(op, lv[f], h[e]):
+    def holds(self, e: int, f: int, indexed: bool = False) -> bool:
+        """Every predicate holds from event e to the later event f
+        (`indexed`: the pair came from the `keyed` index, which holds)."""
+        for idx in self.checks if indexed else self.indexes:
+            if not idx.holds(e, f):
                 return False
         for g in self.others:
             if g(e, f) is not True:
@@ -82,8 +69,13 @@ class Step:
         return True
 
     @property
+    def exact(self) -> bool:
+        """Is a pair the keyed index finds (every later pair, without one) a step?"""
+        return not self.checks and not self.others and not self.between
+
+    @property
     def simple(self) -> bool:
-        return not self.others and not self.between and len(self.equal) + len(self.ranges) <= 1
+        return not self.others and not self.between and len(self.indexes) <= 1
 
 
 class Summary:
@@ -130,9 +122,6 @@ class GroupTemplate:
         masks = list(self.masks.values())
         return all(sum(1 for m in masks if m[e] is True) <= 1 for e in range(self.n))
 
-    def eligible(self, e: int, q: str) -> bool:
-        return self.masks[q][e] is True
-
     def start_ok(self, e: int, q: str) -> bool:
         """Node (e, q) may begin a trend."""
         if q not in self.start or self.masks[q][e] is not True:
@@ -165,24 +154,14 @@ class GroupTemplate:
 
     def index(self, m: Monoid, step: Step, reverse: bool = False, force_scan: bool = False):
         """The cheapest structure for summing over the predecessors along one
-        transition (reverse: the successors)."""
-        use_index = not force_scan and step.simple and (step.index != K.SCAN or not (step.equal or step.ranges))
-        if use_index:
-            if not step.equal and not step.ranges:
-                return Total(m)
-            if step.equal:
-                ((lv, h),) = step.equal
-                return Hash(m, lv, h) if reverse else Hash(m, h, lv)
-            ((lv, op, h),) = step.ranges
-            if reverse:  # inserted: later events keyed by lval; probe: h(prev); lval OP h ⇔ h MIRROR(OP) lval
-                return Fenwick(m, lv, h, MIRROR[op], lv)
-            return Fenwick(m, h, lv, op, h)
-
-        def valid(inserted, probe):
-            prev, nxt = (probe, inserted) if reverse else (inserted, probe)
-            return step.holds(prev[0], nxt[0])
-
-        return Scan(m, valid)
+        transition (reverse: the successors): a running total without
+        predicates, the step's attribute index (ABI), else a scan."""
+        if not force_scan and step.simple:
+            if not step.indexes:
+                return _Total(m)
+            if step.keyed is not None:
+                return _Indexed(m, step.keyed, reverse)
+        return _Scan(m, step, reverse)
 
     def propagate(self, m: Monoid, on_node: Callable, on_end: Callable | None, *, starts: Callable | None = None,
                   ends: Callable | None = None, force_scan: bool = False) -> None:  # fmt: skip
@@ -262,3 +241,53 @@ def spans(t: GroupTemplate) -> list[tuple]:
 
     t.propagate(m, on_node, on_end)
     return out
+
+
+# ---------------------------------------------------------------- predecessor sums (nodes are (event, state))
+
+
+class _Total:
+    def __init__(self, m: Monoid):
+        self.m, self.acc = m, list(m.zero)
+
+    def insert(self, _node, v):
+        self.m.add(self.acc, v)
+
+    def query(self, _node):
+        return self.acc
+
+
+class _Indexed:
+    """Sums over one attribute index: nodes inserted at the rank of their
+    h (reverse: lval), queried over the span of a node's lval (h)."""
+
+    def __init__(self, m: Monoid, idx: AttributeIndex, reverse: bool):
+        if reverse:  # inserted: later events by lval; a probe e takes lval OP h[e]
+            self.at, self.probe, op = idx.lval, idx.h, idx.op
+        else:  # inserted: earlier events by h; a probe f takes h MIRROR(OP) lval[f]
+            self.at, self.probe, op = idx.h, idx.lval, MIRROR[idx.op]
+        self.sums = sums(idx.size, op, m.zero, m.add)
+
+    def insert(self, node, v):
+        self.sums.insert(self.at[node[0]], v)
+
+    def query(self, node):
+        return self.sums.query(self.probe[node[0]])
+
+
+class _Scan:
+    """Every inserted node, each checked against the query: O(n) a query."""
+
+    def __init__(self, m: Monoid, step: Step, reverse: bool):
+        self.m, self.step, self.reverse, self.items = m, step, reverse, []
+
+    def insert(self, node, v):
+        self.items.append((node[0], v))
+
+    def query(self, node):
+        acc = list(self.m.zero)
+        f, holds = node[0], self.step.holds
+        for e, v in self.items:
+            if holds(f, e) if self.reverse else holds(e, f):
+                self.m.add(acc, v)
+        return acc

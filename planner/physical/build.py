@@ -61,7 +61,7 @@ def physical(logical: L.LogicalPlan) -> PhysicalPlan:
     names = Names(choose_prefix(inputs.schema.names() if inputs.schema else ()))
     filt = _filter(logical, names)
     windows = _windows(logical)
-    partition = _partition(logical, names, filt)
+    partition = _partition(logical, names)
     derived: dict[str, K.Expr] = {}
     root = logical.root
     template = _Templates(logical, names, derived).template(root.template)
@@ -204,7 +204,7 @@ def _windows(logical: L.LogicalPlan) -> Windows:
 # ---------------------------------------------------------------- Partition
 
 
-def _partition(logical: L.LogicalPlan, names: Names, filt: Filter) -> Partition:
+def _partition(logical: L.LogicalPlan, names: Names) -> Partition:
     op = logical.find(L.Partition)
     keys = tuple(KeyColumn(names.key(i), k.attr, k.output) for i, k in enumerate(op.keys))
     subkeys = tuple(SubKeyColumn(names.subkey(i), k.attr) for i, k in enumerate(op.subkeys))
@@ -225,7 +225,7 @@ class _Templates:
         self.plans = {(tp.source, tp.target): tp for tp in logical.root.transitions}
         self.counter = count()
 
-    def attr_column(self, slot, attr):
+    def attr_column(self, _slot, attr):
         c = self.names.attr(attr)
         self.derived[c] = E.col(attr)
         return c

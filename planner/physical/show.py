@@ -9,33 +9,31 @@ from cetql.options import Strategy
 from ..kernels import spec as K
 from .plan import Arithmetic, Detect, PhysicalPlan, TimeCast, WindowKeys
 
-_SQL = {"and": " AND ", "or": " OR "}
 
-
-def show(e) -> str:
+def show(e: K.Expr | None) -> str:
     """A kernel expression as text (`next.__l0 = prev.__h0`)."""
-    if e is None:
-        return "true"
-    tag = e[0]
-    if tag == "lit":
-        return repr(e[1]) if isinstance(e[1], str) else str(e[1])
-    if tag == "col":
-        return e[2] if e[1] == "self" else f"{e[1]}.{e[2]}"
-    if tag == "param":
-        return f":{e[1]} (unbound)"
-    if tag == "neg":
-        return f"-{show(e[1])}"
-    if tag in ("arith", "cmp"):
-        return f"({show(e[2])} {e[1]} {show(e[3])})"
-    if tag in _SQL:
-        return "(" + _SQL[tag].join(show(x) for x in e[1]) + ")"
-    if tag == "not":
-        return f"NOT {show(e[1])}"
-    if tag == "when":
-        return f"(CASE WHEN {show(e[1])} THEN {show(e[2])} END)"
-    if tag == "notnull":
-        return f"{show(e[1])} IS NOT NULL"
-    return repr(e)
+    match e:
+        case None:
+            return "true"
+        case K.Lit(value=v):
+            return repr(v) if isinstance(v, str) else str(v)
+        case K.Col(slot=slot, column=c):
+            return c if slot == "self" else f"{slot}.{c}"
+        case K.Param(name=n):
+            return f":{n} (unbound)"
+        case K.Neg(operand=x):
+            return f"-{show(x)}"
+        case K.Arith(op=op, left=a, right=b) | K.Cmp(op=op, left=a, right=b):
+            return f"({show(a)} {op} {show(b)})"
+        case K.And(items=xs):
+            return "(" + " AND ".join(show(x) for x in xs) + ")"
+        case K.Or(items=xs):
+            return "(" + " OR ".join(show(x) for x in xs) + ")"
+        case K.Not(operand=x):
+            return f"NOT {show(x)}"
+        case K.IsNotNull(operand=x):
+            return f"{show(x)} IS NOT NULL"
+    raise TypeError(f"not a kernel expression: {e!r}")
 
 
 def _op(out: list[str], name: str, first: str, *more: str) -> None:

@@ -22,7 +22,7 @@ from cetql.options import Strategy
 from ..kernels import process
 from ..logical.plan import InvalidRows
 from ..physical.kernel import kernel_spec
-from ..physical.plan import Arithmetic, Bounds, Detect, PhysicalPlan, Scan, TimeCast
+from ..physical.plan import Arithmetic, Bounds, Detect, PhysicalPlan, TimeCast
 from . import checks, reader
 from .distributed import extract
 from .exprs import column
@@ -61,7 +61,7 @@ def partitioned(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFram
 # ---------------------------------------------------------------- Scan
 
 
-def _time(op: Scan, cast: TimeCast, t):
+def _time(cast: TimeCast, t):
     return {
         TimeCast.NUMBER: lambda: t,
         TimeCast.MICROS: lambda: F.unix_micros(t.cast("timestamp")),
@@ -90,7 +90,7 @@ def scan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
         else:
             df = df.withColumn(n.bad, bad)
         ident = F.col(f"`{op.id_col}`") if op.id_col else F.monotonically_increasing_id()
-        time = _time(op, si.time_cast, F.col(f"`{op.time_col}`"))
+        time = _time(si.time_cast, F.col(f"`{op.time_col}`"))
         df = df.withColumn(n.id, ident).withColumn(n.time, time)
         df = df.withColumn(n.type, F.lit(si.type_name).cast("string"))
         if si.time_cast == TimeCast.NANOS:  # rows show the time to the microsecond; n.time keeps every nanosecond

@@ -1,7 +1,8 @@
-"""Spec expressions (plain tuples, see `kernels.spec`) as Spark columns.
+"""Kernel expressions (`kernels.spec.Expr`) as Spark columns.
 
-The same tuples are evaluated in Python by `kernels.expr`; both follow SQL
-three-valued logic (null operands give null, division by zero gives null).
+The same expressions are evaluated in Python by `kernels.expr`; both follow
+SQL three-valued logic (null operands give null, division by zero gives
+null) and Spark SQL's comparisons (NaN = NaN, NaN above every number).
 """
 
 from __future__ import annotations
@@ -13,46 +14,60 @@ from pyspark.sql import functions as F
 
 from cetql.errors import ParameterError
 
+from ..kernels import spec as K
+
 
 def _lit(v):
     return F.lit(float(v) if isinstance(v, Decimal) else v)
 
 
-def column(e, resolve=lambda slot, name: F.col(f"`{name}`")) -> Column:
+def _arith(op: str, a: Column, b: Column) -> Column:
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        return F.try_divide(a, b)
+    return F.try_mod(a, b)
+
+
+def _compare(op: str, a: Column, b: Column) -> Column:
+    return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+
+
+def column(e: K.Expr, resolve=lambda _slot, name: F.col(f"`{name}`")) -> Column:
     """`resolve(slot, column)` gives the Spark column a reference reads."""
-    tag = e[0]
-    if tag == "lit":
-        return _lit(e[1])
-    if tag == "col":
-        return resolve(e[1], e[2])
-    if tag == "neg":
-        return -column(e[1], resolve)
-    if tag == "arith":
-        op, a, b = e[1], column(e[2], resolve), column(e[3], resolve)
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if op == "/":
-            return F.try_divide(a, b)
-        return F.try_mod(a, b)
-    if tag == "cmp":
-        op, a, b = e[1], column(e[2], resolve), column(e[3], resolve)
-        return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
-    if tag in ("and", "or"):
-        items = [column(x, resolve) for x in e[1]]
-        out = items[0]
-        for x in items[1:]:
-            out = (out & x) if tag == "and" else (out | x)
-        return out
-    if tag == "not":
-        return ~column(e[1], resolve)
-    if tag == "when":
-        return F.when(column(e[1], resolve), column(e[2], resolve))
-    if tag == "notnull":
-        return column(e[1], resolve).isNotNull()
-    if tag == "param":
-        raise ParameterError(f"unbound parameter '{e[1]}': give it a value with --param {e[1]}=<value>")
-    raise ValueError(f"not a spec expression: {e!r}")
+
+    def spell(x: K.Expr) -> Column:
+        match x:
+            case K.Lit(value=v):
+                return _lit(v)
+            case K.Col(slot=slot, column=name):
+                return resolve(slot, name)
+            case K.Param(name=n):
+                raise ParameterError(K.unbound(n))
+            case K.Neg(operand=a):
+                return -spell(a)
+            case K.Arith(op=op, left=a, right=b):
+                return _arith(op, spell(a), spell(b))
+            case K.Cmp(op=op, left=a, right=b):
+                return _compare(op, spell(a), spell(b))
+            case K.And(items=xs):
+                out = spell(xs[0])
+                for item in xs[1:]:
+                    out = out & spell(item)
+                return out
+            case K.Or(items=xs):
+                out = spell(xs[0])
+                for item in xs[1:]:
+                    out = out | spell(item)
+                return out
+            case K.Not(operand=a):
+                return ~spell(a)
+            case K.IsNotNull(operand=a):
+                return spell(a).isNotNull()
+        raise TypeError(f"not a kernel expression: {x!r}")
+
+    return spell(e)

@@ -1,6 +1,7 @@
-"""Kernel expressions as Spark SQL text, for the one place a query is
-written in SQL: the distributed strategy's recursive query.  The same
-semantics as `exprs.column` (three-valued logic, null on division by zero)."""
+"""Kernel expressions (`kernels.spec.Expr`) as Spark SQL text, for the one
+place a query is written in SQL: the distributed strategy's recursive query.
+The same semantics as `exprs.column` (three-valued logic, null on division
+by zero, Spark SQL's comparisons)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import math
 from decimal import Decimal
 
 from cetql.errors import ParameterError
+
+from ..kernels import spec as K
 
 OPS = {"=": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
@@ -34,32 +37,39 @@ def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def to_sql(e, resolve) -> str:
+def _arith(op: str, a: str, b: str) -> str:
+    if op == "/":
+        return f"try_divide({a}, {b})"
+    if op == "%":
+        return f"try_mod({a}, {b})"
+    return f"({a} {op} {b})"
+
+
+def to_sql(e: K.Expr, resolve) -> str:
     """`resolve(slot, column)` gives the SQL a reference reads."""
-    tag = e[0]
-    if tag == "lit":
-        return literal(e[1])
-    if tag == "col":
-        return resolve(e[1], e[2])
-    if tag == "neg":
-        return f"(-{to_sql(e[1], resolve)})"
-    if tag == "arith":
-        a, b = to_sql(e[2], resolve), to_sql(e[3], resolve)
-        if e[1] == "/":
-            return f"try_divide({a}, {b})"
-        if e[1] == "%":
-            return f"try_mod({a}, {b})"
-        return f"({a} {e[1]} {b})"
-    if tag == "cmp":
-        return f"({to_sql(e[2], resolve)} {OPS[e[1]]} {to_sql(e[3], resolve)})"
-    if tag in ("and", "or"):
-        return "(" + f" {tag.upper()} ".join(to_sql(x, resolve) for x in e[1]) + ")"
-    if tag == "not":
-        return f"(NOT {to_sql(e[1], resolve)})"
-    if tag == "when":
-        return f"(CASE WHEN {to_sql(e[1], resolve)} THEN {to_sql(e[2], resolve)} END)"
-    if tag == "param":
-        raise ParameterError(f"unbound parameter '{e[1]}': give it a value with --param {e[1]}=<value>")
-    if tag == "notnull":
-        return f"({to_sql(e[1], resolve)} IS NOT NULL)"
-    raise ValueError(f"not a kernel expression: {e!r}")
+
+    def spell(x: K.Expr) -> str:
+        match x:
+            case K.Lit(value=v):
+                return literal(v)
+            case K.Col(slot=slot, column=name):
+                return resolve(slot, name)
+            case K.Param(name=n):
+                raise ParameterError(K.unbound(n))
+            case K.Neg(operand=a):
+                return f"(-{spell(a)})"
+            case K.Arith(op=op, left=a, right=b):
+                return _arith(op, spell(a), spell(b))
+            case K.Cmp(op=op, left=a, right=b):
+                return f"({spell(a)} {OPS[op]} {spell(b)})"
+            case K.And(items=xs):
+                return "(" + " AND ".join(spell(i) for i in xs) + ")"
+            case K.Or(items=xs):
+                return "(" + " OR ".join(spell(i) for i in xs) + ")"
+            case K.Not(operand=a):
+                return f"(NOT {spell(a)})"
+            case K.IsNotNull(operand=a):
+                return f"({spell(a)} IS NOT NULL)"
+        raise TypeError(f"not a kernel expression: {x!r}")
+
+    return spell(e)

@@ -189,7 +189,7 @@ class WindowsProcessor(StatefulProcessor):
         self.events = handle.getListState("events", "blob binary")
         self.closed_at = handle.getValueState("closed_at", "watermark long")
 
-    def handleInputRows(self, key, rows, timerValues):
+    def handleInputRows(self, key, rows, timerValues):  # noqa: ARG002 - Spark's interface: the key is in the rows
         table = S.from_ipc(b for pdf in rows for b in pdf["blob"])
         if table is None:
             return
@@ -199,7 +199,7 @@ class WindowsProcessor(StatefulProcessor):
             self.handle.registerTimer(S.next_timer(self.spec, kept))
         yield _stats(late=late, stored=kept.num_rows)
 
-    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+    def handleExpiredTimer(self, key, timerValues, _timer_info):  # noqa: ARG002 - Spark's interface (positional)
         wm = timerValues.getCurrentWatermarkInMs()
         done = self.closed_at.get()
         if done is not None and done[0] == wm:  # another timer of this micro-batch closed them all

@@ -10,7 +10,11 @@ predicate on the step b → b, which the ABI hash index serves.  Where b's
 events are apart (a nested Kleene, `(SEQ(A+ a[], B b))+`) and every trend
 binds b, the kernel splits each group into one part per value of b.k: a
 trend lies in exactly one part, and completeness within the part is
-completeness in the window.
+completeness in the window — as long as no event may be b and another
+variable too (`SEQ(A* a[], A b) WHERE [b.k]` on one stream: (e1) as b
+extends to (e1, e2) with e1 as a, whatever e2's key).  Such a key is refused
+here, unless the inputs are bound to types and b's type is b's alone; the
+kernel keeps the same check as an assertion (`kernels.parts`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from dataclasses import replace
 
 import networkx as nx
 
-from cetql.errors import QuerySemanticError
+from cetql.errors import QuerySemanticError, shared_keyed_event
 
 from ...semantics import ir
 from ...semantics.template import Template
@@ -44,6 +48,8 @@ def apply(d: Draft) -> Draft:
     variable_keys, predicates = [], []
     for k, pos in dict.fromkeys(specific):
         vk, preds = variable_key(q.template, k, pos)
+        if vk.method.choice == KeyMethod.PARTS:
+            alone(q.template, vk.position, d.inputs.typed is True, pos)
         variable_keys.append(vk)
         predicates += preds
     return replace(d, keys=keys, subkeys=subkeys, variable_keys=tuple(variable_keys), key_predicates=tuple(predicates))
@@ -71,6 +77,16 @@ def apart(t: Template, name: str) -> bool:
     if g.has_edge(name, name):
         g.remove_edge(name, name)
     return any(nx.has_path(g, s, name) for s in g.successors(name))
+
+
+def alone(t: Template, v: str, typed: bool, pos) -> None:
+    """Refuse a key split into parts when an event may be `v` and another
+    variable: on one stream any event may be any variable; on typed inputs,
+    an event of `v`'s type may be any variable of that type."""
+    mine = t.position(v).type
+    for other in t.positions:
+        if other.name != v and (not typed or other.type == mine):
+            raise QuerySemanticError(shared_keyed_event(v, other.name), pos)
 
 
 def variable_key(t: Template, k: ir.KeyAttr, pos) -> tuple[VariableKey, list[ir.Predicate]]:

@@ -1,0 +1,173 @@
+"""The compiled paths of the kernels: whole tables as numpy arrays, the
+hot loops in `jit`, for the shapes they cover; None elsewhere, and the
+reference kernels (pure Python, what the property tests compare against)
+run instead.
+
+    CETQL_KERNELS=python   always the reference kernels
+    (default)              the compiled paths where numba is installed
+
+Covered: COUNT(*) of E+ with at most one equal or range predicate, per
+window (`aggregate_counts`), and detection of E+ with one equal predicate,
+ALL or COMPLETE trends (`fast_detect.detect_batches`).  Predicate columns
+must be integers, doubles or text on both sides (`ranks`); other types
+take the reference path.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import jit
+from . import spec as K
+from .values import MIRROR
+
+OPS = {None: jit.NONE, "=": jit.EQ, "<": jit.LT, "<=": jit.LE, ">": jit.GT, ">=": jit.GE}
+
+
+def enabled() -> bool:
+    """May the compiled paths run (numba installed, not turned off)?"""
+    return jit.AVAILABLE and os.environ.get("CETQL_KERNELS", "").lower() != "python"
+
+
+def _column(table: pa.Table, name: str) -> pa.Array:
+    col = table.column(name)
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def _numeric(a: pa.Array, dtype) -> np.ndarray:
+    return np.asarray(pc.fill_null(a, 0).to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def keys(a: pa.Array, b: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Both columns as int64 keys whose order and equality are SQL's
+    (`values`: NaN above every number and equal to itself, -0.0 = 0.0, an
+    integer against a double as doubles), and their validity (null: False);
+    None for types left to the reference.  Numbers map in O(n) (a double's
+    bits, ordered as integers), text by its rank among the distinct values."""
+    ta, tb = a.type, b.type
+    if pa.types.is_integer(ta) and pa.types.is_integer(tb):
+        ka, kb = _numeric(a, np.int64), _numeric(b, np.int64)
+    elif all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in (ta, tb)):
+        ka, kb = _double_keys(_numeric(a, np.float64)), _double_keys(_numeric(b, np.float64))
+    elif all(pa.types.is_string(t) or pa.types.is_large_string(t) for t in (ta, tb)):
+        both = pa.concat_arrays([a.cast(pa.large_string()), b.cast(pa.large_string())])
+        distinct = pc.unique(both).drop_null()
+        order = pc.sort_indices(distinct)  # UTF-8 byte order: Python's code point order
+        codes = _numeric(pc.index_in(both, value_set=distinct.take(order)), np.int64)
+        ka, kb = codes[: len(a)], codes[len(a) :]
+    else:
+        return None
+    return ka, _valid(a), kb, _valid(b)
+
+
+def _double_keys(x: np.ndarray) -> np.ndarray:
+    x = x + 0.0  # -0.0 → 0.0
+    x[np.isnan(x)] = np.nan  # one NaN
+    bits = x.view(np.int64)
+    return np.where(bits < 0, bits ^ np.int64(0x7FFFFFFFFFFFFFFF), bits)
+
+
+def _valid(a: pa.Array) -> np.ndarray:
+    if a.null_count == 0:
+        return np.ones(len(a), dtype=bool)
+    return np.asarray(a.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def times(table: pa.Table, name: str) -> np.ndarray | None:
+    a = _column(table, name)
+    if a.null_count or not (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)):
+        return None
+    return np.ascontiguousarray(a.to_numpy(zero_copy_only=False))
+
+
+def segments(c: K.Columns, table: pa.Table) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """(first row, past the last row, window key) of each (window, group)
+    of a sorted table, as `batches.segments` gives them."""
+    from .batches import group_starts
+    from .batches import segments as listed
+
+    if c.block:
+        found = listed(table, list(c.group), c.block, c.window_lo, c.window_hi)
+        lo = np.fromiter((w[0] for w in found), dtype=np.int64, count=len(found))
+        hi = np.fromiter((w[1] for w in found), dtype=np.int64, count=len(found))
+        return lo, hi, pa.array([w[2] for w in found], type=table.schema.field(c.group[0]).type)
+    lo = np.asarray(group_starts(table, list(c.group)), dtype=np.int64)
+    hi = np.append(lo[1:], table.num_rows)
+    return lo, hi, _column(table, c.group[0]).take(pa.array(lo))
+
+
+# ---------------------------------------------------------------- aggregation
+
+
+def kleene_applies(spec: K.AggregateSpec) -> bool:
+    t = spec.template
+    return (enabled() and spec.algorithm == K.KLEENE_COUNT and spec.kernel != K.Kernel.SCAN
+            and len(spec.targets) == 1 and not spec.propagate and not spec.state_keys and not spec.shared_subkeys
+            and not t.negations and len(t.transitions) == 1)  # fmt: skip
+
+
+def aggregate_counts(spec: K.AggregateSpec, table: pa.Table, lo: np.ndarray, hi: np.ndarray) -> list | None:
+    """COUNT(*) of E+ for each segment (rows lo[s] … hi[s] - 1): ints
+    (or floats when approximate), None where int64 overflowed (the caller
+    counts those with the reference); None when the path does not apply."""
+    (tr,) = spec.template.transitions
+    preds = [(lc, "=", hc) for lc, hc in tr.equal] + list(tr.ranges)
+    if len(preds) > 1 or tr.others:
+        return None
+    t = times(table, spec.columns.time)
+    if t is None:
+        return None
+    n = table.num_rows
+    if preds:
+        ((lc, op, hc),) = preds
+        got = keys(_column(table, lc), _column(table, hc))
+        if got is None:
+            return None
+        probe, probe_ok, at, at_ok = got
+        code = OPS[MIRROR[op]]  # inserted at h's key r, a later event's probe q: `r MIRROR(op) q`
+    else:
+        probe = at = np.zeros(n, dtype=np.int64)
+        probe_ok = at_ok = np.zeros(n, dtype=bool)
+        code = jit.NONE
+    if spec.approx:
+        zero, one, lim = np.float64(0.0), np.float64(1.0), np.float64(np.inf)
+    else:
+        zero, one, lim = np.int64(0), np.int64(1), np.int64(jit.LIMIT)
+    totals, over = jit.kleene_counts(lo, hi, t, at, at_ok, probe, probe_ok, code, zero, one, lim)
+    out = totals.tolist()
+    for s in np.flatnonzero(over).tolist():
+        out[s] = None
+    return out
+
+
+def aggregate_batch(spec: K.AggregateSpec, table: pa.Table) -> pa.RecordBatch | None:
+    """`aggregate.aggregate_table`'s one batch by the compiled path, or None
+    where it does not apply.  A window whose count passes int64 is counted
+    again by the reference, with Python integers."""
+    from . import aggregate as A
+    from .kleene import kleene_count
+    from .template import Step
+
+    c = spec.columns
+    lo, hi, wk = segments(c, table)
+    counts = aggregate_counts(spec, table, lo, hi)
+    if counts is None:
+        return None
+    for i, got in enumerate(counts):
+        if got is None:  # past int64: the reference's exact integers
+            part = table.slice(int(lo[i]), int(hi[i] - lo[i]))
+            cols, part_times = A.read_columns(part, A.template_columns(spec.template), c)
+            (tr,) = spec.template.transitions
+            counts[i] = kleene_count(part_times, Step(tr, cols, [], part_times), spec.approx)
+    schema = A.aggregate_schema(spec, table.schema)
+    arrays = [wk.cast(schema.field(0).type)]
+    arrays += [_column(table, k).take(pa.array(lo)) for k in spec.output_keys]
+    keys = list(zip(*(a.to_pylist() for a in arrays[1:]))) or [()] * len(counts)
+    windows = arrays[0].to_pylist()
+    finals = [A._final(spec, 0, v, w, list(k)) for v, w, k in zip(counts, windows, keys)]
+    arrays.append(pa.array(finals, type=schema.field(len(arrays)).type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
