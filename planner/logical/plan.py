@@ -116,7 +116,7 @@ class Delay:
         """'10 minutes', '30s', 100 (None: 0)."""
         if text is None:
             return cls()
-        from cetql.parser import UNIT_ALIASES  # the query's own spellings of units
+        from cetql.parser import UNIT_ALIASES  # the query's own spellings of units; imported when used (lark)
 
         words = str(text).strip().split()
         if len(words) == 1:  # "10s", "10"
@@ -137,7 +137,7 @@ class Delay:
         the time column is (used when no unit was given)."""
         if self.unit is None:
             return math.ceil(self.amount * ms_per_unit)
-        from cetql.parser import TIME_UNITS as SECONDS
+        from cetql.parser import TIME_UNITS as SECONDS  # the query's units; imported when used (lark's start-up)
 
         return math.ceil(self.amount * Decimal(str(SECONDS[self.unit])) * 1000)
 
