@@ -23,6 +23,10 @@ import pyarrow.compute as pc
 
 from . import jit
 from . import spec as K
+from .batches import group_starts
+from .batches import segments as listed
+from .kleene import kleene_count
+from .template import Step
 from .values import MIRROR
 
 OPS = {None: jit.NONE, "=": jit.EQ, "<": jit.LT, "<=": jit.LE, ">": jit.GT, ">=": jit.GE}
@@ -87,8 +91,6 @@ def times(table: pa.Table, name: str) -> np.ndarray | None:
 def segments(c: K.Columns, table: pa.Table) -> tuple[np.ndarray, np.ndarray, pa.Array]:
     """(first row, past the last row, window key) of each (window, group)
     of a sorted table, as `batches.segments` gives them."""
-    from .batches import group_starts
-    from .batches import segments as listed
 
     if c.block:
         found = listed(table, list(c.group), c.block, c.window_lo, c.window_hi)
@@ -148,9 +150,7 @@ def aggregate_batch(spec: K.AggregateSpec, table: pa.Table) -> pa.RecordBatch | 
     """`aggregate.aggregate_table`'s one batch by the compiled path, or None
     where it does not apply.  A window whose count passes int64 is counted
     again by the reference, with Python integers."""
-    from . import aggregate as A
-    from .kleene import kleene_count
-    from .template import Step
+    from . import aggregate as A  # aggregate imports this module: a cycle at import time
 
     c = spec.columns
     lo, hi, wk = segments(c, table)

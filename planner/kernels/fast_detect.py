@@ -38,7 +38,7 @@ def applies(spec: K.DetectSpec) -> bool:
 
 def detect_batches(spec: K.DetectSpec, table: pa.Table) -> list[pa.RecordBatch] | None:
     """The trends of every window of a sorted table, or None (see the module)."""
-    from .detect import detect_schema
+    from .detect import detect_schema  # detect imports this module: a cycle at import time
 
     c, t = spec.columns, spec.template
     ((lc, hc),) = t.transitions[0].equal
