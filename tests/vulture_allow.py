@@ -17,3 +17,4 @@ _.evaluate  # planner/kernels/expr.py: tests/test_kernel_values.py evaluates one
 _.init  # planner/spark/streaming.py: Spark's StatefulProcessor hook (transformWithStateInPandas)
 _.handleInputRows  # planner/spark/streaming.py: Spark's StatefulProcessor hook
 _.handleExpiredTimer  # planner/spark/streaming.py: Spark's StatefulProcessor hook
+_.expiredTimerInfo  # planner/spark/streaming.py: handleExpiredTimer's argument, which Spark passes by name

@@ -199,7 +199,7 @@ class WindowsProcessor(StatefulProcessor):
             self.handle.registerTimer(S.next_timer(self.spec, kept))
         yield _stats(late=late, stored=kept.num_rows)
 
-    def handleExpiredTimer(self, key, timerValues, _timer_info):  # noqa: ARG002 - Spark's interface (positional)
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):  # noqa: ARG002 - Spark passes them by these names
         wm = timerValues.getCurrentWatermarkInMs()
         done = self.closed_at.get()
         if done is not None and done[0] == wm:  # another timer of this micro-batch closed them all
