@@ -349,6 +349,18 @@ def test_what_a_stream_cannot_run_is_refused(streams, tmp_path):
         streams.cet("RETURN COUNT(*) PATTERN A+ WITHIN 10", static, watermark="5 s")
 
 
+def test_a_stream_has_the_batch_schema_for_every_kind_of_window(streams, tmp_path):
+    """Tumbling, copied and blocked windows (a stream keys them all by
+    blocks), detection and aggregation: the streaming DataFrame's schema is
+    the batch one, nullability included (no job runs)."""
+    write_files(tmp_path / "in", [[FLUSH]])
+    source = streams.readStream.schema(DDL).parquet(str(tmp_path / "in"))
+    static = frame(streams, [FLUSH])
+    for window in ("WITHIN 9", "WITHIN 6 SLIDE 3", "WITHIN 9 SLIDE 3"):
+        for text in (f"PATTERN A+ a[] WHERE [k] {window}", f"RETURN g, COUNT(*) PATTERN A+ WHERE [g] GROUP-BY g {window}"):
+            assert streams.cet(text, source, id_col="id").schema == streams.cet(text, static, id_col="id").schema, text
+
+
 def test_explain_prints_the_stream_plan_that_runs(streams, tmp_path, monkeypatch, capsys):
     """`cetql compile --stream --explain` on a folder prints the physical
     plan a stream of that folder runs — the stateful operator with its key,

@@ -150,6 +150,8 @@ def stateful(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
         out_schema = process.detect_schema(spec.kernel, arrow)
     else:
         out_schema = process.aggregate_schema(spec.kernel, arrow)
+    if plan.query.window.tumbling:  # batch's window column is nullable there (a stream's blocks are not): the same schema
+        out_schema = out_schema.set(0, out_schema.field(0).with_nullable(True))
     rows = answered.filter(F.col("blob").isNotNull()).select("blob")
     rows = rows.mapInArrow(S.unpack_fn(out_schema), from_arrow_schema(out_schema))
     return _output(plan, rows)
@@ -162,8 +164,6 @@ def _blob():
 def _output(plan: PhysicalPlan, rows: DataFrame) -> DataFrame:
     """The batch query's output columns (`compiler.detect` / `aggregate`)."""
     start, end = C.window_bounds(plan)
-    if plan.query.window.tumbling:  # the batch plan's window column is nullable there; a stream's blocks are not
-        start, end = F.when(F.lit(True), start), F.when(F.lit(True), end)
     cols = [start.alias("window_start"), end.alias("window_end")]
     keys = plan.partition.keys
     if plan.detect is not None:
