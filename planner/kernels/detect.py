@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from cetql.options import TrendSet
 
-from . import fast_detect, greta
+from . import fast, fast_detect, greta
 from . import spec as K
 from .batches import segments, window_groups
 from .errors import TrendLimitExceeded, describe_group, describe_window, magnitude
@@ -55,7 +55,7 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
     """The trends of every group of a sorted table, in Arrow batches."""
     if table.num_rows == 0:
         return
-    quick = fast_detect.detect_batches(spec, table) if fast_detect.applies(spec) else None
+    quick = fast_detect.detect_batches(spec, table) if fast_detect.applies(spec) and fast.worth(table.num_rows) else None
     if quick is not None:  # the compiled walk (the same trends)
         yield from quick
         return

@@ -32,9 +32,21 @@ from .values import MIRROR
 OPS = {None: jit.NONE, "=": jit.EQ, "<": jit.LT, "<=": jit.LE, ">": jit.GT, ">=": jit.GE}
 
 
+# Rows of a table below which the reference runs: the compiled loops cost a
+# compile the first time on a machine (5-11 s, then cached) and a cache load
+# in each new worker (up to 1 s), more than the reference takes on a small
+# table (the README's 100-event run).  CETQL_KERNELS=fast lifts it (tests).
+MIN_ROWS = 4_096
+
+
 def enabled() -> bool:
     """May the compiled paths run (numba installed, not turned off)?"""
     return jit.AVAILABLE and os.environ.get("CETQL_KERNELS", "").lower() != "python"
+
+
+def worth(rows: int) -> bool:
+    """Is a table of `rows` rows big enough for the compiled path to pay?"""
+    return rows >= MIN_ROWS or os.environ.get("CETQL_KERNELS", "").lower() == "fast"
 
 
 def _column(table: pa.Table, name: str) -> pa.Array:
