@@ -424,13 +424,20 @@ def _start_time(pid: int) -> int:
         return 0
 
 
-def _alive(pid: int, start: int) -> bool:
+def pid_exists(pid: int) -> bool:
+    """Does a process numbered `pid` exist (whoever owns it)?"""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         pass
+    return True
+
+
+def _alive(pid: int, start: int) -> bool:
+    if not pid_exists(pid):
+        return False
     now = _start_time(pid)
     if Path("/proc/self/stat").exists() and now == 0:
         return False  # a zombie, or gone since

@@ -33,6 +33,7 @@ from pathlib import Path
 from . import __version__
 from .errors import CetqlError, UsageError
 from .options import parse_size
+from .output import pid_exists
 from .session import _check_master, cache_dir, class_archive, driver_memory, log_path
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -242,12 +243,8 @@ def _write_state(url: str, args, jvm: int) -> Path | None:
 
 def _alive(pid: int) -> bool:
     """A process `pid` runs and (where /proc tells) it is a `cetql serve`, not another that got its number."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not pid_exists(pid):
         return False
-    except PermissionError:
-        pass
     try:
         return b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
