@@ -5,7 +5,8 @@ predicate; detection of E+ with an equal predicate, ALL and COMPLETE — and
 generated queries of every shape (where the compiled paths must step
 aside), on generated streams with nulls, NaN, ±infinity, -0.0, ties, over
 sliding windows; both paths must give the same rows in the same order.
-Counts past 2^63 leave int64 for the reference's Python integers."""
+Counts past 2^63 leave int64 for wider limbs (`jit_wide`), and past those
+for the reference's Python integers."""
 
 import math
 
@@ -16,7 +17,9 @@ from harness import run_local
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cetql.planner.kernels import fast, fast_detect
+import numpy as np
+
+from cetql.planner.kernels import fast, fast_detect, jit, jit_wide
 from cetql.planner.kernels import spec as K
 
 pytestmark = pytest.mark.skipif(not fast.jit.AVAILABLE, reason="numba is not installed")
@@ -125,3 +128,38 @@ def test_nan_and_null_keys_pair_as_sql_says(monkeypatch):
                  "RETURN COUNT(*) PATTERN S+ s[] WHERE s[i].y >= s[i-1].y WITHIN 100 SLIDE 100"):  # fmt: skip
         got, want, _ = both(monkeypatch, text, events, trends="ALL", max_trends=0)
         rows_equal(got, want)
+
+
+def long_stream(draw_events):
+    """64-400 events over few values and times: counts of 2^63 … 2^400."""
+    n = draw_events.draw(st.integers(64, 400))
+    xs = draw_events.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    step = draw_events.draw(st.sampled_from([1, 2, 3]))
+    return [{"ts": t // step, "id": t, "x": x, "y": float(x), "g": "g", "k": "u"} for t, x in enumerate(xs)]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.data(), st.sampled_from([None, *OPS]), st.sampled_from(["x", "y"]))
+def test_counts_in_wide_limbs_are_the_references(monkeypatch, data, op, col):
+    """Counts far past int64 (ties in time, few distinct values) come from
+    the limbs, digit for digit the reference's Python integers."""
+    events = long_stream(data)
+    text = f"RETURN COUNT(*) PATTERN S+ s[] WHERE TRUE{predicate(op, col, col)} WITHIN 1000 SLIDE 1000"
+    got, want, spec = both(monkeypatch, text, events, exact="string")
+    assert fast.kleene_applies(spec)
+    rows_equal(got, want)
+
+
+@pytest.mark.parametrize("limbs", [1, 2, 3])
+def test_limbs_overflow_exactly_at_their_width(limbs):
+    """n events at distinct times and no predicate make 2^n - 1 trends: it
+    fits in L limbs for n = 64·L and not for one event more."""
+    bits = 64 * limbs
+    for n, fits in ((bits, True), (bits + 1, False)):
+        t = np.arange(n, dtype=np.int64)
+        zeros, ok = np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
+        totals, over = jit_wide.kleene_counts_wide(np.array([0]), np.array([n]), t, zeros, ok, zeros, ok, jit.NONE,
+                                                   limbs)  # fmt: skip
+        assert bool(over[0]) is not fits
+        if fits:
+            assert jit_wide.to_int(totals[0]) == 2**n - 1

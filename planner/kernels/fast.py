@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import jit
+from . import jit, jit_wide
 from . import spec as K
 from .batches import group_starts
 from .batches import segments as listed
@@ -37,6 +37,12 @@ OPS = {None: jit.NONE, "=": jit.EQ, "<": jit.LT, "<=": jit.LE, ">": jit.GT, ">="
 # in each new worker (up to 1 s), more than the reference takes on a small
 # table (the README's 100-event run).  CETQL_KERNELS=fast lifts it (tests).
 MIN_ROWS = 4_096
+
+# Exact counts of segments longer than this start in `jit_wide`'s limbs: a
+# count of n events can pass int64 from n = 64 on, and on random-walk prices
+# with a range predicate 370 of 410 windows of 1,000 events did, so trying
+# int64 first costs a third more there (bench/kernels.py, A W1000 exact).
+WIDE_FROM = 256
 
 
 def enabled() -> bool:
@@ -126,8 +132,9 @@ def kleene_applies(spec: K.AggregateSpec) -> bool:
 
 def aggregate_counts(spec: K.AggregateSpec, table: pa.Table, lo: np.ndarray, hi: np.ndarray) -> list | None:
     """COUNT(*) of E+ for each segment (rows lo[s] … hi[s] - 1): ints
-    (or floats when approximate), None where int64 overflowed (the caller
-    counts those with the reference); None when the path does not apply."""
+    (or floats when approximate; exact counts past int64 in `jit_wide`'s
+    limbs), None where even those overflowed (the caller counts those with
+    the reference); None when the path does not apply."""
     (tr,) = spec.template.transitions
     preds = [(lc, "=", hc) for lc, hc in tr.equal] + list(tr.ranges)
     if len(preds) > 1 or tr.others:
@@ -148,20 +155,34 @@ def aggregate_counts(spec: K.AggregateSpec, table: pa.Table, lo: np.ndarray, hi:
         probe_ok = at_ok = np.zeros(n, dtype=bool)
         code = jit.NONE
     if spec.approx:
-        zero, one, lim = np.float64(0.0), np.float64(1.0), np.float64(np.inf)
-    else:
-        zero, one, lim = np.int64(0), np.int64(1), np.int64(jit.LIMIT)
-    totals, over = jit.kleene_counts(lo, hi, t, at, at_ok, probe, probe_ok, code, zero, one, lim)
-    out = totals.tolist()
-    for s in np.flatnonzero(over).tolist():
-        out[s] = None
+        one = np.float64(1.0)
+        totals, _ = jit.kleene_counts(lo, hi, t, at, at_ok, probe, probe_ok, code, one * 0, one, np.float64(np.inf))
+        return totals.tolist()
+    return _exact_counts(lo, hi, t, at, at_ok, probe, probe_ok, code)
+
+
+def _exact_counts(lo, hi, t, at, at_ok, probe, probe_ok, code) -> list:
+    """Exact counts: int64 where it may hold, limbs where it overflowed or
+    is likely to (`WIDE_FROM`), None past `jit_wide.MAX_LIMBS`."""
+    args = (t, at, at_ok, probe, probe_ok, code)
+    long = hi - lo > WIDE_FROM
+    short = np.flatnonzero(~long)
+    totals, over = jit.kleene_counts(lo[short], hi[short], *args, np.int64(0), np.int64(1), np.int64(jit.LIMIT))
+    out: list = [None] * len(lo)
+    for k, v in zip(short.tolist(), totals.tolist()):
+        out[k] = v
+    todo = np.sort(np.concatenate([np.flatnonzero(long), short[over]]))
+    if len(todo):
+        wide, over = jit_wide.kleene_counts_wide(lo[todo], hi[todo], *args, jit_wide.MAX_LIMBS)
+        for k in np.flatnonzero(~over).tolist():
+            out[todo[k]] = jit_wide.to_int(wide[k])
     return out
 
 
 def aggregate_batch(spec: K.AggregateSpec, table: pa.Table) -> pa.RecordBatch | None:
     """`aggregate.aggregate_table`'s one batch by the compiled path, or None
-    where it does not apply.  A window whose count passes int64 is counted
-    again by the reference, with Python integers."""
+    where it does not apply.  A window whose count passes `jit_wide.MAX_LIMBS`
+    limbs is counted again by the reference, with Python integers."""
     from . import aggregate as A  # aggregate imports this module: a cycle at import time
 
     c = spec.columns
@@ -170,7 +191,7 @@ def aggregate_batch(spec: K.AggregateSpec, table: pa.Table) -> pa.RecordBatch | 
     if counts is None:
         return None
     for i, got in enumerate(counts):
-        if got is None:  # past int64: the reference's exact integers
+        if got is None:  # past the widest limbs: the reference's exact integers
             part = table.slice(int(lo[i]), int(hi[i] - lo[i]))
             cols, part_times = A.read_columns(part, A.template_columns(spec.template), c)
             (tr,) = spec.template.transitions

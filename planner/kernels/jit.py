@@ -8,7 +8,7 @@ one table, segment by segment (a segment: the rows of one (window, group),
   equal or range predicate), the same Fenwick tree over the same ranks,
   the same order of additions (so floats agree bit for bit), exact counts
   in int64 while they fit: an addition that would pass 2^63 - 1 marks the
-  segment (`over`) for the reference to count with Python integers —
+  segment (`over`) for `jit_wide` to count in wider limbs —
   never a wrapped number.
 - `trend_counts` / `trend_fill`: `walks.Walk` over the graph of E+ with one
   equal predicate (every event a start and an end node): how many trends
