@@ -15,13 +15,15 @@ take the reference path.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from functools import cache
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import jit, jit_wide
+from . import opcodes as O
 from . import spec as K
 from .batches import group_starts
 from .batches import segments as listed
@@ -29,7 +31,7 @@ from .kleene import kleene_count
 from .template import Step
 from .values import MIRROR
 
-OPS = {None: jit.NONE, "=": jit.EQ, "<": jit.LT, "<=": jit.LE, ">": jit.GT, ">=": jit.GE}
+OPS = {None: O.NONE, "=": O.EQ, "<": O.LT, "<=": O.LE, ">": O.GT, ">=": O.GE}
 
 
 # Rows of a table below which the reference runs: the compiled loops cost a
@@ -47,7 +49,14 @@ WIDE_FROM = 256
 
 def enabled() -> bool:
     """May the compiled paths run (numba installed, not turned off)?"""
-    return jit.AVAILABLE and os.environ.get("CETQL_KERNELS", "").lower() != "python"
+    return available() and os.environ.get("CETQL_KERNELS", "").lower() != "python"
+
+
+@cache
+def available() -> bool:
+    """Is numba installed?  Asked without importing it: `jit` is imported
+    where a compiled loop runs, not by every process that loads the kernels."""
+    return importlib.util.find_spec("numba") is not None
 
 
 def worth(rows: int) -> bool:
@@ -153,7 +162,9 @@ def aggregate_counts(spec: K.AggregateSpec, table: pa.Table, lo: np.ndarray, hi:
     else:
         probe = at = np.zeros(n, dtype=np.int64)
         probe_ok = at_ok = np.zeros(n, dtype=bool)
-        code = jit.NONE
+        code = O.NONE
+    from . import jit  # start-up cost: numba's import, only where a compiled loop runs
+
     if spec.approx:
         one = np.float64(1.0)
         totals, _ = jit.kleene_counts(lo, hi, t, at, at_ok, probe, probe_ok, code, one * 0, one, np.float64(np.inf))
@@ -164,10 +175,12 @@ def aggregate_counts(spec: K.AggregateSpec, table: pa.Table, lo: np.ndarray, hi:
 def _exact_counts(lo, hi, t, at, at_ok, probe, probe_ok, code) -> list:
     """Exact counts: int64 where it may hold, limbs where it overflowed or
     is likely to (`WIDE_FROM`), None past `jit_wide.MAX_LIMBS`."""
+    from . import jit, jit_wide  # start-up cost: numba's import, only where a compiled loop runs
+
     args = (t, at, at_ok, probe, probe_ok, code)
     long = hi - lo > WIDE_FROM
     short = np.flatnonzero(~long)
-    totals, over = jit.kleene_counts(lo[short], hi[short], *args, np.int64(0), np.int64(1), np.int64(jit.LIMIT))
+    totals, over = jit.kleene_counts(lo[short], hi[short], *args, np.int64(0), np.int64(1), np.int64(O.LIMIT))
     out: list = [None] * len(lo)
     for k, v in zip(short.tolist(), totals.tolist()):
         out[k] = v

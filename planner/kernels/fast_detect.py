@@ -17,7 +17,6 @@ import pyarrow.compute as pc
 
 from cetql.options import TrendSet
 
-from . import jit_trends
 from . import spec as K
 from .fast import _column, enabled, keys, segments
 
@@ -52,6 +51,8 @@ def detect_batches(spec: K.DetectSpec, table: pa.Table) -> list[pa.RecordBatch] 
     lo, hi, wk = segments(c, table)
     every = spec.trend_set is TrendSet.ALL
     args = (mask, times, hk, hok, lk, lok, every)
+    from . import jit_trends  # start-up cost: numba's import, only where a compiled loop runs
+
     trends, events, over = jit_trends.trend_counts(lo, hi, *args)
     if over.any() or (spec.max_trends and int(trends.max(initial=0)) > spec.max_trends):
         return None
@@ -78,6 +79,8 @@ def _batch(spec: K.DetectSpec, table, schema, wk, lo, hi, first: int, args, n_tr
     rows = np.empty(n_events, dtype=np.int64)
     sizes = np.empty(n_trends, dtype=np.int32)
     seg = np.empty(n_trends, dtype=np.int64)
+    from . import jit_trends  # start-up cost: numba's import, only where a compiled loop runs
+
     jit_trends.trend_fill(lo, hi, *args, rows, sizes, seg)
     offsets = pa.array(np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int32))
     taken = pa.array(rows)

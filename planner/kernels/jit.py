@@ -42,9 +42,7 @@ except ImportError:  # pragma: no cover - numba is optional
         return f
 
 
-LIMIT = np.iinfo(np.int64).max
-# op codes of a predecessor sum (`index.Fenwick`): none (every earlier event), =, < <= > >=
-NONE, EQ, LT, LE, GT, GE = 0, 1, 2, 3, 4, 5
+from .opcodes import EQ, GE, GT, LE, LIMIT, NONE  # noqa: F401 - LIMIT, NONE: the callers' names
 
 
 @njit

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import AVAILABLE, EQ, GE, GT, LE, NONE, local_codes, njit
+from .jit import local_codes, njit
+from .opcodes import EQ, GE, GT, LE, NONE
 
 MAX_LIMBS = 64  # 4,096 bits, 1,233 digits
 

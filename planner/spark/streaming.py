@@ -34,7 +34,6 @@ import itertools
 from decimal import Decimal
 from fractions import Fraction
 
-import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -218,12 +217,20 @@ class WindowsProcessor(StatefulProcessor):
             self.closed_at.update((wm,))
         if closed.batches:
             blobs = [S.to_ipc(pa.Table.from_batches([b])) for b in closed.batches]
-            yield pd.DataFrame({**{s: [0] * len(blobs) for s in STATS}, "blob": blobs})
+            yield _frame({**{s: [0] * len(blobs) for s in STATS}, "blob": blobs})
         yield _stats(purged=closed.purged, windows=closed.windows)
 
     def close(self) -> None:
         pass
 
 
-def _stats(**counts) -> pd.DataFrame:
-    return pd.DataFrame({**{s: [int(counts.get(s, 0))] for s in STATS}, "blob": [None]})
+def _stats(**counts):
+    return _frame({**{s: [int(counts.get(s, 0))] for s in STATS}, "blob": [None]})
+
+
+def _frame(columns: dict):
+    """A pandas DataFrame (what transformWithStateInPandas takes); pandas is
+    imported here, in the stream's workers, not by every batch run (0.2 s)."""
+    import pandas as pd
+
+    return pd.DataFrame(columns)
