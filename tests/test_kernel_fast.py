@@ -22,7 +22,7 @@ import numpy as np
 from cetql.planner.kernels import fast, fast_detect, jit, jit_wide
 from cetql.planner.kernels import spec as K
 
-pytestmark = pytest.mark.skipif(not fast.jit.AVAILABLE, reason="numba is not installed")
+pytestmark = pytest.mark.skipif(not fast.available(), reason="numba is not installed")
 SOME = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 OPS = ["=", "<", "<=", ">", ">="]
 
