@@ -19,30 +19,26 @@ one table, segment by segment (a segment: the rows of one (window, group),
 Values are keys: int64 in SQL order (`fast.keys`) with their validity,
 compressed per segment to ranks by `local_codes`.
 
-Without numba the module imports (the functions stay plain Python) and
-`AVAILABLE` is False: the reference kernels run.
+Without numba the module imports (the functions stay plain Python), and
+`fast.available()` is False: the reference kernels run.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .opcodes import EQ, GE, GT, LE, LIMIT, NONE  # noqa: F401 - LIMIT, NONE: the callers' names
+
 try:
     import numba
-
-    AVAILABLE = True
 
     def njit(f):
         return numba.njit(cache=True, nogil=True)(f)
 
-except ImportError:  # pragma: no cover - numba is optional
-    AVAILABLE = False
+except ImportError:  # pragma: no cover - numba is optional (`fast.available`)
 
     def njit(f):
         return f
-
-
-from .opcodes import EQ, GE, GT, LE, LIMIT, NONE  # noqa: F401 - LIMIT, NONE: the callers' names
 
 
 @njit
