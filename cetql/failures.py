@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .errors import CetqlError
 from .planner.spark.checks import ID_REFUSED
-from .session import CONNECT_RETRY_SECONDS, log_path
+from .session import connect_retry_seconds, log_path
 
 # cetql's own exceptions that a Python worker may raise, by class name.
 _KERNEL_ERRORS = ("TrendLimitExceeded", "AggregateOverflow", "CetqlError")
@@ -156,7 +156,7 @@ def describe(e: BaseException, diagnose=None) -> CetqlError:
     if _server_lost(e):
         return JobFailed(
             "lost the Spark Connect server while the query ran: it stopped or cannot be reached "
-            f"(retried for {CONNECT_RETRY_SECONDS} s); nothing was returned"
+            f"(retried for {connect_retry_seconds():g} s); nothing was returned"
         )
     name, text, condition = _cause(e, type(e).__name__, str(e), _condition(e))
     if name == "PythonException" or "PythonException" in name:

@@ -388,6 +388,15 @@ def _connect(remote: str, origin: str = "--remote"):
 CONNECT_RETRY_SECONDS = 30
 
 
+def connect_retry_seconds() -> float:
+    """How long a Connect client retries (CETQL_CONNECT_RETRY_SECONDS, default 30)."""
+    text = os.environ.get("CETQL_CONNECT_RETRY_SECONDS", "")
+    try:
+        return max(0.0, float(text)) if text else CONNECT_RETRY_SECONDS
+    except ValueError:
+        raise UsageError(f"CETQL_CONNECT_RETRY_SECONDS={text!r} is not a number of seconds") from None
+
+
 def _bounded_retries(spark) -> None:
     import warnings
 
@@ -397,7 +406,8 @@ def _bounded_retries(spark) -> None:
     warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
 
     waits, wait, retries = 0.0, 0.05, 0
-    while waits < CONNECT_RETRY_SECONDS:
+    bound = connect_retry_seconds()
+    while waits < bound:
         waits += wait
         wait = min(wait * 4, 8.0)
         retries += 1

@@ -646,9 +646,9 @@ def test_compile_and_run_read_the_same_types(spark, capsys, q, tmp_path):
 
 def test_server_dies_mid_query(tmp_path):
     """A Connect server that dies while a query runs: the client gives up
-    after its bounded retries (about 30 s a call, where Spark's default
-    waits at least 10 minutes) with a one-line error, and leaves no
-    output behind."""
+    after its bounded retries (30 s a call by default, here 6 s by
+    CETQL_CONNECT_RETRY_SECONDS; Spark's default waits at least 10 minutes)
+    with a one-line error, and leaves no output behind."""
     import time
 
     import numpy as np
@@ -675,7 +675,8 @@ def test_server_dies_mid_query(tmp_path):
         client = subprocess.Popen(
             [sys.executable, "-m", "cetql", "run", str(query), "--input", str(data), "--id-col", "id",
              "--max-trends", "0", "--output", str(out), "--remote", f"sc://127.0.0.1:{port}"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=spark_env(), cwd=tmp_path,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=spark_env(CETQL_CONNECT_RETRY_SECONDS="6"),
+            cwd=tmp_path,
         )  # fmt: skip
         time.sleep(8)  # connected, planning or running
         stop(server, kill=True)  # the server and everything it started, at once
@@ -685,7 +686,8 @@ def test_server_dies_mid_query(tmp_path):
         print(f"the client failed {waited:.0f} s after its server died")
         assert client.returncode == 1, err[-3000:]
         assert "lost the Spark Connect server while the query ran" in err and "Traceback" not in err, err[-3000:]
-        assert "RETRIES_EXCEEDED" not in err and waited < 120
+        assert "RETRIES_EXCEEDED" not in err and waited < 60
+        assert "retried for 6 s" in err, err[-3000:]
         assert not out.exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]
     finally:
         if client is not None and client.poll() is None:
