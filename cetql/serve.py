@@ -291,4 +291,7 @@ def discovered(master: str | None, remote: str | None) -> str | None:
     sql = sys.modules.get("pyspark.sql")  # not imported: no session here
     if sql is not None and sql.SparkSession.getActiveSession() is not None:
         return None
+    core = sys.modules.get("pyspark")  # a context without an active session (another thread's) counts too
+    if core is not None and getattr(core.SparkContext, "_active_spark_context", None) is not None:
+        return None
     return running()

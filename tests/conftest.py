@@ -1,9 +1,18 @@
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))  # tests/reference.py
+
+# Each test process keeps the state files of the servers it starts in a
+# folder of its own: a `cetql run` a test starts never finds a `cetql serve`
+# of the user's, or of another test process running beside it (pytest -n).
+os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="cetql-tests-")
+atexit.register(shutil.rmtree, os.environ["XDG_RUNTIME_DIR"], True)
 
 
 @pytest.fixture(scope="session")
