@@ -151,10 +151,13 @@ def cmd_run(args) -> int:
 
     remote = args.remote
     found = None if args.no_serve else serve.discovered(args.master, remote)
+    slot = None
     if found:
         print(f"using cetql serve at {found}; --no-serve to start a local Spark", file=sys.stderr)
-        remote = found
-    spark = get_spark(args.master, remote=remote, verbose=args.verbose, time_zone=options.time_zone)
+        slot = serve.session_slot()
+        spark = _on_server(found, slot, args.verbose, options.time_zone)
+    else:
+        spark = get_spark(args.master, remote=remote, verbose=args.verbose, time_zone=options.time_zone)
     _ACTIVE["spark"] = spark
     execution = None
     started = time.monotonic()
@@ -187,10 +190,42 @@ def cmd_run(args) -> int:
             _ACTIVE.pop("spark", None)
             try:
                 spark.client.set_retry_policies([])  # a server that is gone is not waited for again
+                spark.release_session_on_close = slot is None  # a slot's session stays for the next run
                 spark.stop()
             except Exception:  # noqa: BLE001 - the server may be gone: nothing to release
                 pass
     return 0
+
+
+def _on_server(found: str, slot, verbose: bool, time_zone: str):
+    """A session on a found `cetql serve`: the slot's (its Python workers
+    started by an earlier run, `serve.session_slot`), else a new one.  A
+    slot's session the server has closed (idle past its timeout) is
+    replaced by a new id, once."""
+    if slot is None:
+        return get_spark(remote=found, verbose=verbose, time_zone=time_zone)
+    try:
+        return get_spark(remote=f"{found}/;session_id={slot.session_id}", verbose=verbose, time_zone=time_zone)
+    except Exception as e:  # noqa: BLE001 - only a closed session is retried
+        if "SESSION_CLOSED" not in str(e) and "SESSION_CHANGED" not in str(e):
+            raise
+    _forget_session()
+    slot.renew()
+    return get_spark(remote=f"{found}/;session_id={slot.session_id}", verbose=verbose, time_zone=time_zone)
+
+
+def _forget_session() -> None:
+    """Drop the Connect client's default session (one the server refused), so
+    that the next `getOrCreate` makes a new one."""
+    from pyspark.sql.connect.session import SparkSession as Connect
+
+    spark = Connect.getActiveSession() or getattr(Connect, "_default_session", None)
+    if spark is not None:
+        spark.release_session_on_close = False
+        try:
+            spark.stop()
+        except Exception:  # noqa: BLE001 - a refused session has nothing to release
+            pass
 
 
 def cmd_stream(args, text: str, options: RunOptions, params: dict, data, typed: dict) -> int:

@@ -21,6 +21,7 @@ ignored.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import json
 import os
 import signal
@@ -28,6 +29,8 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
@@ -280,6 +283,56 @@ def running() -> str | None:
             continue
         found.append((float(state.get("started", 0)), url))
     return max(found)[1] if found else None
+
+
+# Server sessions a `cetql run` on a found server takes, one process at a
+# time each (a lock on its slot file), and leaves open for the next: a new
+# Connect session gets Python workers of its own (Spark keys them by the
+# session), so a run on a fresh session pays their start (about 1 s) and the
+# kernels' import again, and leaves them idle on the server.
+SESSION_SLOTS = 4
+
+
+@dataclass
+class Slot:
+    """A held server session: its id, and the open, locked file that holds it
+    for this process (released when the process ends)."""
+
+    session_id: str
+    fd: int
+
+    def renew(self) -> None:
+        """A new id (the server closed the old one: its idle timeout)."""
+        self.session_id = str(uuid.uuid4())
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, self.session_id.encode(), 0)
+
+
+def session_slot() -> Slot | None:
+    """A free slot's session, held by this process; None when all are in
+    use (the run then has a session of its own, as any Connect client)."""
+    try:
+        folder = state_dir() / "sessions"
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    for k in range(SESSION_SLOTS):
+        try:
+            fd = os.open(folder / f"slot-{k}", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        slot = Slot("", fd)
+        try:
+            slot.session_id = str(uuid.UUID(os.pread(fd, 64, 0).decode().strip()))
+        except ValueError:
+            slot.renew()
+        return slot
+    return None
 
 
 def discovered(master: str | None, remote: str | None) -> str | None:

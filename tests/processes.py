@@ -83,3 +83,21 @@ def stop(proc: subprocess.Popen, kill: bool = False) -> None:
         _signal_group(proc.pid, signal.SIGKILL)
         proc.wait()
     _signal_group(proc.pid, signal.SIGKILL)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(d))
+            except (OSError, IndexError, ValueError):
+                continue
+    out, todo = [], list(children.get(pid, []))
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children.get(p, [])
+    return out

@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -22,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from processes import free_port, spark_env, start, stop, wait_for_port
+from processes import descendants, free_port, spark_env, start, stop, wait_for_port
 
 from cetql.cli import main
 
@@ -45,7 +44,7 @@ def connect_url(tmp_path_factory):
     try:
         print(f"cetql serve up in {wait_for_port(server, port, log, 'cetql serve'):.1f} s")
         yield f"sc://127.0.0.1:{port}"
-        started = _descendants(server.pid)  # the JVM (its own session) and its Python workers
+        started = descendants(server.pid)  # the JVM (its own session) and its Python workers
         assert started, "cetql serve started no server process"
         server.send_signal(signal.SIGINT)  # Ctrl-C: stops the server and what it started
         assert server.wait(timeout=60) == 0, log.read_text()[-2000:]
@@ -55,23 +54,6 @@ def connect_url(tmp_path_factory):
         assert not alive, f"left running after cetql serve stopped: {alive}"
     finally:
         stop(server)
-
-
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(d))
-            except (OSError, IndexError, ValueError):
-                continue
-    out, todo = [], list(children.get(pid, []))
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += children.get(p, [])
-    return out
 
 
 def _alive(pid: int) -> bool:

@@ -10,14 +10,13 @@ for the reference's Python integers."""
 
 import math
 
+import numpy as np
 import pytest
 from checks import compile_or_skip
 from generators import DRAWN, queries, stream
 from harness import run_local
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import numpy as np
 
 from cetql.planner.kernels import fast, fast_detect, jit, jit_wide
 from cetql.planner.kernels import spec as K

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from processes import free_port, spark_env, start, stop, wait_for_port
+from processes import descendants, free_port, spark_env, start, stop, wait_for_port
 
 from cetql import serve, session
 from cetql.cli import main
@@ -202,6 +202,40 @@ def test_run_uses_a_running_serve(spark, capsys, tmp_path):
         url = f"sc://127.0.0.1:{port}"
         assert f"using cetql serve at {url}; --no-serve to start a local Spark" in remote.stderr
         assert _rows(remote.stdout) == local and len(local) > 100
+        # the next run takes the same server session, and with it the Python workers the first started
+        slot = tmp_path / "cetql" / "sessions" / "slot-0"
+        held, daemons = slot.read_text(), _daemons(server.pid)
+        assert len(daemons) == 1, daemons
+        assert _rows(_run(args[1:], env, work).stdout) == local
+        assert slot.read_text() == held and _daemons(server.pid) == daemons
+        # a slot's session the server has closed (another client released it): a new one, once
+        _release(f"{url}/;session_id={held}")
+        again = _run(args[1:], env, work)
+        assert _rows(again.stdout) == local, again.stderr
+        assert slot.read_text() != held
     finally:
         stop(server)
     assert not state.exists(), "cetql serve left its state file behind"
+
+
+def _daemons(pid: int) -> set[int]:
+    """The Python worker daemons (one a server session) below a process:
+    pyspark.daemon processes whose parent is not one (the workers are)."""
+
+    def daemon(p: int) -> bool:
+        try:
+            return b"pyspark.daemon" in Path(f"/proc/{p}/cmdline").read_bytes()
+        except OSError:
+            return False
+
+    def parent(p: int) -> int:
+        return int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+    return {p for p in descendants(pid) if daemon(p) and not daemon(parent(p))}
+
+
+def _release(url: str) -> None:
+    """Close a server session from another client, as the server's idle timeout would."""
+    code = (f"from pyspark.sql import SparkSession as S; s = S.builder.remote({url!r}).getOrCreate(); "
+            "s.range(1).count(); s.stop()")  # fmt: skip
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=spark_env(), timeout=120)

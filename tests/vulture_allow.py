@@ -18,3 +18,4 @@ _.init  # planner/spark/streaming.py: Spark's StatefulProcessor hook (transformW
 _.handleInputRows  # planner/spark/streaming.py: Spark's StatefulProcessor hook
 _.handleExpiredTimer  # planner/spark/streaming.py: Spark's StatefulProcessor hook
 _.expiredTimerInfo  # planner/spark/streaming.py: handleExpiredTimer's argument, which Spark passes by name
+_.release_session_on_close  # cetql/cli.py: read by pyspark's Connect SparkSession.stop (False: the session stays open)
