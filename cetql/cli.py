@@ -194,6 +194,8 @@ def cmd_run(args) -> int:
                 spark.stop()
             except Exception:  # noqa: BLE001 - the server may be gone: nothing to release
                 pass
+        if slot is not None:
+            slot.release()
     return 0
 
 

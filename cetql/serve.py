@@ -302,10 +302,20 @@ class Slot:
     fd: int
 
     def renew(self) -> None:
-        """A new id (the server closed the old one: its idle timeout)."""
+        """A new id (the server closed the old one: its idle timeout); an id
+        that cannot be written is used by this run alone."""
         self.session_id = str(uuid.uuid4())
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, self.session_id.encode(), 0)
+        try:
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, self.session_id.encode(), 0)
+        except OSError:
+            pass
+
+    def release(self) -> None:
+        """Let another run take the slot (its session stays open on the server)."""
+        if self.fd >= 0:
+            os.close(self.fd)  # closing the file drops its lock
+            self.fd = -1
 
 
 def session_slot() -> Slot | None:

@@ -21,6 +21,7 @@ would have saved.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 import tempfile
@@ -366,6 +367,7 @@ def _connect(remote: str, origin: str = "--remote"):
         shown = f"{origin} {remote!r}" if origin == "--remote" else f"{origin}={remote!r}"
         raise UsageError(f"unknown Spark Connect address: {shown}; expected sc://host:port (or local[N])")
     if remote.startswith("sc://"):
+        connect_retry_seconds()  # a bad setting is named now, not as a server that cannot be reached
         _reachable(remote, origin)
     try:
         from pyspark.sql import SparkSession
@@ -391,10 +393,15 @@ CONNECT_RETRY_SECONDS = 30
 def connect_retry_seconds() -> float:
     """How long a Connect client retries (CETQL_CONNECT_RETRY_SECONDS, default 30)."""
     text = os.environ.get("CETQL_CONNECT_RETRY_SECONDS", "")
+    if not text:
+        return CONNECT_RETRY_SECONDS
     try:
-        return max(0.0, float(text)) if text else CONNECT_RETRY_SECONDS
+        seconds = float(text)
     except ValueError:
-        raise UsageError(f"CETQL_CONNECT_RETRY_SECONDS={text!r} is not a number of seconds") from None
+        seconds = math.nan
+    if not 0 <= seconds <= 3600:
+        raise UsageError(f"CETQL_CONNECT_RETRY_SECONDS={text!r}: give a number of seconds from 0 to 3600")
+    return seconds
 
 
 def _bounded_retries(spark) -> None:

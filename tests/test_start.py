@@ -21,6 +21,7 @@ from processes import descendants, free_port, spark_env, start, stop, wait_for_p
 
 from cetql import serve, session
 from cetql.cli import main
+from cetql.errors import UsageError
 
 ROOT = Path(__file__).parent.parent
 CHECKS = ROOT / "examples" / "data" / "checks.csv"
@@ -208,6 +209,15 @@ def test_run_uses_a_running_serve(spark, capsys, tmp_path):
         assert len(daemons) == 1, daemons
         assert _rows(_run(args[1:], env, work).stdout) == local
         assert slot.read_text() == held and _daemons(server.pid) == daemons
+        # a kept session reads its input again: the same path with other rows gives their trends
+        changed = work / "checks.csv"
+        changed.write_text("".join(CHECKS.read_text().splitlines(keepends=True)[:1001]))
+        args_changed = [*args[:3], str(changed), *args[4:]]
+        assert main(args_changed) == 0
+        fewer = _rows(capsys.readouterr().out)
+        assert _rows(_run(args_changed[1:], env, work).stdout) == fewer and len(fewer) < len(local)
+        changed.write_text(CHECKS.read_text())
+        assert _rows(_run(args_changed[1:], env, work).stdout) == local
         # a slot's session the server has closed (another client released it): a new one, once
         _release(f"{url}/;session_id={held}")
         again = _run(args[1:], env, work)
@@ -239,3 +249,27 @@ def _release(url: str) -> None:
     code = (f"from pyspark.sql import SparkSession as S; s = S.builder.remote({url!r}).getOrCreate(); "
             "s.range(1).count(); s.stop()")  # fmt: skip
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=spark_env(), timeout=120)
+
+
+def test_session_slots_are_held_one_run_at_a_time(monkeypatch, tmp_path):
+    """A slot is held until released (a run in a long-lived process gives
+    its slot back at its end); all slots held: None, a session of its own."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    held = [serve.session_slot() for _ in range(serve.SESSION_SLOTS)]
+    assert all(held) and len({s.session_id for s in held}) == serve.SESSION_SLOTS
+    assert serve.session_slot() is None
+    first = held[0].session_id
+    held[0].release()
+    again = serve.session_slot()
+    assert again is not None and again.session_id == first
+    for s in [again, *held[1:]]:
+        s.release()
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "3601", "soon"])
+def test_connect_retry_seconds_are_checked(monkeypatch, value):
+    monkeypatch.setenv("CETQL_CONNECT_RETRY_SECONDS", value)
+    with pytest.raises(UsageError, match="CETQL_CONNECT_RETRY_SECONDS"):
+        session.connect_retry_seconds()
+    monkeypatch.setenv("CETQL_CONNECT_RETRY_SECONDS", "6")
+    assert session.connect_retry_seconds() == 6

@@ -45,7 +45,7 @@ def aggregate_schema(spec: K.AggregateSpec, input_schema: pa.Schema) -> pa.Schem
 def aggregate_table(spec: K.AggregateSpec, table: pa.Table) -> Iterator[pa.RecordBatch]:
     if table.num_rows == 0:
         return
-    quick = fast.aggregate_batch(spec, table) if fast.kleene_applies(spec) and fast.worth(table.num_rows) else None
+    quick = fast.aggregate_batch(spec, table) if fast.worth(table.num_rows) and fast.kleene_applies(spec) else None
     if quick is not None:  # the compiled path (the same rows)
         yield quick
         return

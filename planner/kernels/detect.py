@@ -55,7 +55,7 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
     """The trends of every group of a sorted table, in Arrow batches."""
     if table.num_rows == 0:
         return
-    quick = fast_detect.detect_batches(spec, table) if fast_detect.applies(spec) and fast.worth(table.num_rows) else None
+    quick = fast_detect.detect_batches(spec, table) if fast.worth(table.num_rows) and fast_detect.applies(spec) else None
     if quick is not None:  # the compiled walk (the same trends)
         yield from quick
         return

@@ -54,9 +54,14 @@ def enabled() -> bool:
 
 @cache
 def available() -> bool:
-    """Is numba installed?  Asked without importing it: `jit` is imported
-    where a compiled loop runs, not by every process that loads the kernels."""
-    return importlib.util.find_spec("numba") is not None
+    """Does numba import (installed and working)?  Asked only where a table
+    is big enough for a compiled loop (`worth`), so that a process that never
+    runs one never imports it."""
+    if importlib.util.find_spec("numba") is None:
+        return False
+    from . import jit  # start-up cost: numba's import, only where a compiled loop may run
+
+    return jit.COMPILED
 
 
 def worth(rows: int) -> bool:
@@ -174,7 +179,7 @@ def aggregate_counts(spec: K.AggregateSpec, table: pa.Table, lo: np.ndarray, hi:
 
 def _exact_counts(lo, hi, t, at, at_ok, probe, probe_ok, code) -> list:
     """Exact counts: int64 where it may hold, limbs where it overflowed or
-    is likely to (`WIDE_FROM`), None past `jit_wide.MAX_LIMBS`."""
+    is likely to (`WIDE_FROM`), None past the limbs (`jit_wide.limbs_for`)."""
     from . import jit, jit_wide  # start-up cost: numba's import, only where a compiled loop runs
 
     args = (t, at, at_ok, probe, probe_ok, code)
@@ -186,7 +191,7 @@ def _exact_counts(lo, hi, t, at, at_ok, probe, probe_ok, code) -> list:
         out[k] = v
     todo = np.sort(np.concatenate([np.flatnonzero(long), short[over]]))
     if len(todo):
-        wide, over = jit_wide.kleene_counts_wide(lo[todo], hi[todo], *args, jit_wide.MAX_LIMBS)
+        wide, over = jit_wide.kleene_counts_wide(lo[todo], hi[todo], *args, jit_wide.limbs_for(int((hi - lo)[todo].max())))
         for k in np.flatnonzero(~over).tolist():
             out[todo[k]] = jit_wide.to_int(wide[k])
     return out

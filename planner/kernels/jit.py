@@ -32,10 +32,13 @@ from .opcodes import EQ, GE, GT, LE, LIMIT, NONE  # noqa: F401 - LIMIT, NONE: th
 try:
     import numba
 
+    COMPILED = True
+
     def njit(f):
         return numba.njit(cache=True, nogil=True)(f)
 
-except ImportError:  # pragma: no cover - numba is optional (`fast.available`)
+except ImportError:  # pragma: no cover - numba is optional, or installed and broken (`fast.available`)
+    COMPILED = False
 
     def njit(f):
         return f

@@ -2,11 +2,12 @@
 counts of L unsigned 64-bit limbs (least significant first), for the
 segments whose int64 count overflowed.
 
-`fast.aggregate_counts` runs the int64 loop first, then this one on the
-segments it marked, with room for `MAX_LIMBS` limbs; the additions run
-over the limbs in use only (every value of a segment is at most its total,
-so the total's width bounds them).  A segment whose count passes
-`MAX_LIMBS` is counted by the reference with Python integers.  An addition that carries out of the top limb marks the segment
+`fast.aggregate_counts` runs this loop on the segments of more than
+`fast.WIDE_FROM` events and on those whose int64 count overflowed, with as
+many limbs as `limbs_for` allows; the additions run over the limbs in use
+only (every value of a segment is at most its total, so the total's width
+bounds them).  A segment whose count passes them is counted by the
+reference with Python integers.  An addition that carries out of the top limb marks the segment
 (`over`): a count is exact or absent, never wrapped.  The additions are
 the reference's, in its order (same Fenwick tree, same ranks, same ties).
 """
@@ -19,6 +20,17 @@ from .jit import local_codes, njit
 from .opcodes import EQ, GE, GT, LE, NONE
 
 MAX_LIMBS = 64  # 4,096 bits, 1,233 digits
+WIDE_BYTES = 64 << 20  # the limb arrays of one call: the tree, the tied counts
+
+
+def limbs_for(longest: int) -> int:
+    """Limbs for segments of at most `longest` events: as many as the count
+    can need (fewer than 2^n trends in n events), at most MAX_LIMBS, and no
+    more than WIDE_BYTES of tree allow (a window of a million events gets 2:
+    past that the reference counts it)."""
+    need = longest // 64 + 1
+    room = WIDE_BYTES // (24 * (longest + 1))
+    return max(1, min(MAX_LIMBS, need, room))
 
 
 
