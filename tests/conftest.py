@@ -37,3 +37,19 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+# The longest test files (each over half a minute: servers, clusters,
+# streams, fresh processes) first: with one process a core and a file's tests
+# in one process (pyproject's addopts), a long file picked up last would run
+# alone at the end.
+LONGEST = ("test_cluster", "test_streaming_cli", "test_start", "test_streaming", "test_reliability", "test_connect",
+           "test_gen", "test_fuzz_inputs", "test_plan_runs", "test_output_safety", "test_detect_spark")  # fmt: skip
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        name = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        return LONGEST.index(name) if name in LONGEST else len(LONGEST)
+
+    items.sort(key=rank)  # stable: the order within a file, and of the other files, is kept
