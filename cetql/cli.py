@@ -34,6 +34,7 @@ from .output import resolve_output, write
 from .planner.logical.plan import Delay, Inputs
 from .planner.semantics.schema import parse_ddl
 from .planner.spark.compiler import count_invalid, diagnose_invalid
+from .planner.spark.reader import NANOS_AS_LONG
 from .progress import progress
 from .query import check_inputs, compile
 from .render import print_result
@@ -207,13 +208,15 @@ def _on_server(found: str, slot, verbose: bool, time_zone: str):
     if slot is None:
         return get_spark(remote=found, verbose=verbose, time_zone=time_zone)
     try:
-        return get_spark(remote=f"{found}/;session_id={slot.session_id}", verbose=verbose, time_zone=time_zone)
+        spark = get_spark(remote=f"{found}/;session_id={slot.session_id}", verbose=verbose, time_zone=time_zone)
     except Exception as e:  # noqa: BLE001 - only a closed session is retried
         if "SESSION_CLOSED" not in str(e) and "SESSION_CHANGED" not in str(e):
             raise
-    _forget_session()
-    slot.renew()
-    return get_spark(remote=f"{found}/;session_id={slot.session_id}", verbose=verbose, time_zone=time_zone)
+        _forget_session()
+        slot.renew()
+        spark = get_spark(remote=f"{found}/;session_id={slot.session_id}", verbose=verbose, time_zone=time_zone)
+    spark.conf.unset(NANOS_AS_LONG)  # what an earlier run's reader set is not this run's
+    return spark
 
 
 def _forget_session() -> None:

@@ -52,6 +52,10 @@ from .sources import (  # noqa: F401 - the reader's public names
     is_path,
 )
 
+# The one session setting the readers change (for nanosecond Parquet inputs):
+# a session kept for later runs (`cetql run` on a serve) has it unset first.
+NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
+
 
 def read(spark, source: Source):
     """The input as a DataFrame.  Text formats come back with every column as
@@ -60,7 +64,7 @@ def read(spark, source: Source):
     if source.format == "parquet":
         if any(c.nanos for c in source.columns):
             # pandas' nanosecond timestamps: read exactly, as nanoseconds since the epoch
-            spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")
+            spark.conf.set(NANOS_AS_LONG, "true")
         df = spark.read.parquet(*files)
         naive_ns = {c.name for c in source.columns if c.nanos and c.naive}
         return zoned(df.select(*[f"`{c.name}`" for c in source.columns]), source.time_zone, naive_ns)

@@ -68,7 +68,7 @@ def read_stream(spark, source: reader.Source, path: str) -> DataFrame:
     stream = spark.readStream.option("pathGlobFilter", glob).option("recursiveFileLookup", True)
     if source.format == "parquet":
         if any(c.nanos for c in source.columns):
-            spark.conf.set("spark.sql.legacy.parquet.nanosAsLong", "true")
+            spark.conf.set(reader.NANOS_AS_LONG, "true")
         ddl = ", ".join(f"`{c.name}` {c.type}" for c in source.columns)
         naive_ns = {c.name for c in source.columns if c.nanos and c.naive}
         return reader.zoned(stream.schema(ddl).parquet(path), source.time_zone, naive_ns)
