@@ -163,6 +163,28 @@ def _count_indexed(times, at, probe, lo, hi, op, size, tree, tied_r, tied_c, zer
 
 
 @njit
+def widest(seg_lo, seg_hi):
+    """The most rows a segment has (at least 1): the size of the scratch arrays."""
+    width = 1
+    for s in range(len(seg_lo)):
+        width = max(width, seg_hi[s] - seg_lo[s])
+    return width
+
+
+@njit
+def segment_ranks(lo, hi, at_g, at_ok, probe_g, probe_ok, both, ok, codes):
+    """A segment's insert keys and probe keys as local ranks, into codes[:n]
+    and codes[n:2n] (`local_codes` over both at once); returns how many
+    distinct values."""
+    n = hi - lo
+    both[:n] = at_g[lo:hi]
+    both[n : 2 * n] = probe_g[lo:hi]
+    ok[:n] = at_ok[lo:hi]
+    ok[n : 2 * n] = probe_ok[lo:hi]
+    return local_codes(both[: 2 * n], ok[: 2 * n], codes[: 2 * n])
+
+
+@njit
 def kleene_counts(seg_lo, seg_hi, times, at_g, at_ok, probe_g, probe_ok, op, zero, one, lim):
     """COUNT(*) of E+ per segment, and whether it overflowed (see the module).
     at_g: the key each event is inserted at (h), probe_g: queried with
@@ -170,9 +192,7 @@ def kleene_counts(seg_lo, seg_hi, times, at_g, at_ok, probe_g, probe_ok, op, zer
     ns = len(seg_lo)
     totals = np.empty(ns, dtype=np.asarray(zero).dtype)
     over = np.zeros(ns, dtype=np.bool_)
-    width = 1
-    for s in range(ns):
-        width = max(width, seg_hi[s] - seg_lo[s])
+    width = widest(seg_lo, seg_hi)
     both = np.empty(2 * width, dtype=np.int64)
     ok = np.empty(2 * width, dtype=np.bool_)
     codes = np.empty(2 * width, dtype=np.int64)
@@ -185,11 +205,7 @@ def kleene_counts(seg_lo, seg_hi, times, at_g, at_ok, probe_g, probe_ok, op, zer
         if op == NONE:
             totals[s], over[s] = _count_plain(times, lo, hi, zero, one, lim)
             continue
-        both[:n] = at_g[lo:hi]
-        both[n : 2 * n] = probe_g[lo:hi]
-        ok[:n] = at_ok[lo:hi]
-        ok[n : 2 * n] = probe_ok[lo:hi]
-        size = local_codes(both[: 2 * n], ok[: 2 * n], codes[: 2 * n])
+        size = segment_ranks(lo, hi, at_g, at_ok, probe_g, probe_ok, both, ok, codes)
         totals[s], over[s] = _count_indexed(times, codes[:n], codes[n : 2 * n], lo, hi, op, size, tree,
                                             tied_r, tied_c, zero, one, lim)  # fmt: skip
     return totals, over

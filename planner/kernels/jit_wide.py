@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .jit import local_codes, njit
+from .jit import njit, segment_ranks, widest
 from .opcodes import EQ, GE, GT, LE, NONE
 
 MAX_LIMBS = 64  # 4,096 bits, 1,233 digits
@@ -231,9 +231,7 @@ def kleene_counts_wide(seg_lo, seg_hi, times, at_g, at_ok, probe_g, probe_ok, op
     ns = len(seg_lo)
     totals = np.zeros((ns, limbs), dtype=np.uint64)
     over = np.zeros(ns, dtype=np.bool_)
-    width = 1
-    for s in range(ns):
-        width = max(width, seg_hi[s] - seg_lo[s])
+    width = widest(seg_lo, seg_hi)
     both = np.empty(2 * width, dtype=np.int64)
     ok = np.empty(2 * width, dtype=np.bool_)
     codes = np.empty(2 * width, dtype=np.int64)
@@ -252,11 +250,7 @@ def kleene_counts_wide(seg_lo, seg_hi, times, at_g, at_ok, probe_g, probe_ok, op
         if op == NONE:
             over[s] = _count_plain(times, lo, hi, totals[s], running, c, ck, tmp, one)
             continue
-        both[:n] = at_g[lo:hi]
-        both[n : 2 * n] = probe_g[lo:hi]
-        ok[:n] = at_ok[lo:hi]
-        ok[n : 2 * n] = probe_ok[lo:hi]
-        size = local_codes(both[: 2 * n], ok[: 2 * n], codes[: 2 * n])
+        size = segment_ranks(lo, hi, at_g, at_ok, probe_g, probe_ok, both, ok, codes)
         over[s] = _count_indexed(times, codes[:n], codes[n : 2 * n], lo, hi, op, size, tree, tied_r, tied_c,
                                  totals[s], c, one)  # fmt: skip
     return totals, over
