@@ -208,6 +208,14 @@ def _on_server(found: str, slot, verbose: bool, time_zone: str):
     if slot is None:
         return get_spark(remote=found, verbose=verbose, time_zone=time_zone)
     try:
+        return _slot_session(found, slot, verbose, time_zone)
+    except BaseException:
+        slot.release()  # the run ends here: the next one may take the slot
+        raise
+
+
+def _slot_session(found: str, slot, verbose: bool, time_zone: str):
+    try:
         spark = get_spark(remote=f"{found}/;session_id={slot.session_id}", verbose=verbose, time_zone=time_zone)
     except Exception as e:  # noqa: BLE001 - only a closed session is retried
         if "SESSION_CLOSED" not in str(e) and "SESSION_CHANGED" not in str(e):

@@ -296,7 +296,7 @@ SESSION_SLOTS = 4
 @dataclass
 class Slot:
     """A held server session: its id, and the open, locked file that holds it
-    for this process (released when the process ends)."""
+    for this process until `release` (or the process's end)."""
 
     session_id: str
     fd: int
