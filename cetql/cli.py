@@ -22,6 +22,7 @@ import os
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from . import __version__, draw, gen, repl, serve, streaming
@@ -29,8 +30,8 @@ from .arguments import parse_inputs, parse_params, read_query
 from .errors import CetqlError, QueryError, QuerySyntaxError, SchemaError, UsageError
 from .explain import explain_data, explain_text, summary_text
 from .failures import describe
-from .options import OutputFormat, OutputMode, RunOptions
-from .output import resolve_output, write
+from .options import Engine, OutputFormat, OutputMode, RunOptions, Sink
+from .output import resolve_output, write, write_batches
 from .planner.logical.plan import Delay, Inputs
 from .planner.semantics.schema import parse_ddl
 from .planner.spark.compiler import count_invalid, diagnose_invalid
@@ -67,8 +68,23 @@ def run_options(args) -> RunOptions:
         "memory_budget": getattr(args, "memory_budget", None),
         "partitions": getattr(args, "partitions", None),
         "time_zone": getattr(args, "time_zone", None),
+        "engine": _engine(args),
     }
     return RunOptions.of(**keywords)
+
+
+def _engine(args) -> str:
+    """--engine (default auto); a Spark session asked for (--master,
+    --remote, --partitions) is Spark's."""
+    if not hasattr(args, "engine"):
+        return None
+    engine = args.engine or "auto"
+    spark_flags = [f for f in ("master", "remote", "partitions") if getattr(args, f, None) is not None]
+    if os.environ.get("SPARK_REMOTE") and "remote" not in spark_flags:
+        spark_flags.append("remote")
+    if spark_flags and engine == "local":
+        raise UsageError(f"--engine local runs without Spark: leave out --{spark_flags[0]}")
+    return "spark" if spark_flags else engine
 
 
 def known_inputs(data, typed: dict, time_col: str):
@@ -101,7 +117,9 @@ def cmd_compile(args) -> int:
         inputs = as_stream(inputs or Inputs(schema=schema), args.watermark)
     elif args.watermark is not None:
         raise UsageError("--watermark is for streams: add --stream")
-    # planned for the session `cetql run` starts by default (local[*], its driver memory): the plan that runs there
+    # planned for the session `cetql run` starts by default (local[*], its driver memory), for a result written as
+    # Parquet files (`run --output DIR`): the plan that runs there
+    options = replace(options, sink=Sink.PARQUET)
     compiled = compile(text, params, schema, options=options, inputs=inputs, resources=default_resources(),
                        strict_params=bool(args.param))  # fmt: skip
     if args.format == "json":
@@ -142,13 +160,16 @@ def cmd_run(args) -> int:
         raise UsageError("--mode says what to do with an existing --output path; give --output too")
     # everything that needs no data is refused now, before Spark starts
     inputs = known_inputs(data, typed, options.time_col)
-    compiled = compile(text, params, options=options, inputs=inputs, strict_params=True)
-    check_inputs(data if data is not None else typed, compiled.types)
     target = None
     if args.output is not None:
         target = resolve_output(args.output, mode, inputs=[str(v) for v in ([data] if data else typed.values())],
                                 query_file=args.query_file, fmt=fmt)  # fmt: skip
+    options = replace(options, sink=Sink.PARQUET if fmt == OutputFormat.PARQUET and target.uri is None else Sink.TEXT)
+    compiled = compile(text, params, options=options, inputs=inputs, strict_params=True)
+    check_inputs(data if data is not None else typed, compiled.types)
     show = _show_attrs(args.show, inputs)
+    if compiled.plan.engine.engine == Engine.LOCAL:
+        return run_in_process(compiled.plan, target, args)
 
     remote = args.remote
     found = None if args.no_serve else serve.discovered(args.master, remote)
@@ -197,6 +218,23 @@ def cmd_run(args) -> int:
                 pass
         if slot is not None:
             slot.release()
+    return 0
+
+
+def run_in_process(plan, target, args) -> int:
+    """A plan the in-process engine runs (`planner.local`): no Spark."""
+    from .planner.local.compiler import run  # pyarrow and the kernels: only for a run in this process
+
+    started = time.monotonic()
+    result = run(plan)
+    rows = write_batches(result.schema, result.batches, target)
+    noun = "trends" if plan.kind == "detection" else "rows"
+    if rows is None:
+        print(f"'{args.output}' exists; nothing written (--mode ignore)")
+    else:
+        print(f"wrote {rows:,} {noun} to {args.output} (parquet) in {time.monotonic() - started:.1f} s")
+    if result.dropped:
+        print(f"dropped {result.dropped:,} input row(s) with an invalid time or value (--drop-invalid)", file=sys.stderr)
     return 0
 
 
@@ -325,6 +363,10 @@ def _common(p) -> None:
                    help="aggregation: exact numbers as DECIMAL(38,s) (default; larger is an error) or as text")
     p.add_argument("--kernel", choices=["index", "scan"],
                    help="aggregation: the attribute index (default) or GRETA's O(n^2) predecessor scan, to compare")
+    p.add_argument("--engine", choices=["auto", "local", "spark"],
+                   help="where it runs: auto (default) runs a result written as Parquet files in this process, "
+                        "without Spark, where the plan can (small local Parquet inputs: --explain says why or why "
+                        "not); local insists; spark always starts Spark")  # fmt: skip
     p.add_argument("--drop-invalid", action="store_true",
                    help="drop rows with a null/NaN/infinite time or an unreadable value instead of failing (counted)")
 

@@ -73,6 +73,24 @@ class OutputFormat(StrEnum):
     JSON = "json"
 
 
+class Engine(StrEnum):
+    """Where a query runs (`cetql run --engine`)."""
+
+    AUTO = "auto"  # in-process where the plan can (`planner.physical.engine`), else Spark
+    LOCAL = "local"  # in-process over Arrow, no Spark: refused where the plan cannot
+    SPARK = "spark"  # on a Spark session
+
+
+class Sink(StrEnum):
+    """What the caller does with the result: only files the caller writes
+    itself can come from the in-process engine.  Set by the surface (not a
+    user keyword)."""
+
+    DATAFRAME = "a Spark DataFrame"  # the Python API, the REPL
+    PARQUET = "Parquet files"  # `cetql run --output DIR` (--format parquet)
+    TEXT = "printed, or written as CSV or JSON"  # Spark formats the values
+
+
 class Index(StrEnum):
     """How a step along one template transition finds the next events."""
 
@@ -219,6 +237,8 @@ class RunOptions:
     drop_invalid: bool = False
     memory_budget: int | None = None  # bytes a detection group may add beyond its events; None: the default
     time_zone: str = "UTC"  # the zone of times written without one (an IANA name or ±hh:mm)
+    engine: Engine = Engine.SPARK  # where it runs: `cetql run` asks for AUTO
+    sink: Sink = Sink.DATAFRAME  # what the result becomes (set by the surface, not a keyword)
 
     @classmethod
     def of(cls, options: RunOptions | None = None, **keywords) -> RunOptions:
@@ -235,7 +255,7 @@ class RunOptions:
                 raise ArgumentTypeError(unknown_keyword(k, names))
         given = {k: v for k, v in keywords.items() if v is not None or k in ("trends", "strategy", "sharing", "id_col")}
         for k, what in (("trends", "trend set"), ("strategy", "strategy"), ("sharing", "window sharing"),
-                        ("exact", "exact mode"), ("kernel", "kernel")):  # fmt: skip
+                        ("exact", "exact mode"), ("kernel", "kernel"), ("engine", "engine")):  # fmt: skip
             if k in given:
                 given[k] = _enum(_ENUM_OF[k], given[k], k, what)
         for k in ("approx", "with_rows", "drop_invalid"):
@@ -267,12 +287,14 @@ class RunOptions:
         return replace(base, **given)
 
 
-_ENUM_OF = {"trends": TrendSet, "strategy": Strategy, "sharing": Sharing, "exact": Exact, "kernel": Kernel}
+_ENUM_OF = {"trends": TrendSet, "strategy": Strategy, "sharing": Sharing, "exact": Exact, "kernel": Kernel,
+            "engine": Engine}
+_SURFACE_ONLY = ("sink",)  # fields the surfaces set, never a user's keyword
 
 
 def option_names() -> tuple[str, ...]:
     """The keywords `RunOptions.of` takes, in the order they are declared."""
-    return tuple(f.name for f in fields(RunOptions))
+    return tuple(f.name for f in fields(RunOptions) if f.name not in _SURFACE_ONLY)
 
 
 def unknown_keyword(name: str, options, types=()) -> str:

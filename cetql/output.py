@@ -322,11 +322,14 @@ def existing_shape(folder: Path, fmt: OutputFormat) -> tuple[list[tuple[str, str
 def check_append_shape(target: Target, df, fmt: OutputFormat) -> None:
     """Refuse to append a result whose columns (and, for Parquet, types)
     differ from the files already there; no job runs."""
+    _check_shape(target, _shape(df.schema.fields), fmt)
+
+
+def _check_shape(target: Target, here: list[tuple[str, str]], fmt: OutputFormat) -> None:
     found = existing_shape(target.path, fmt)
     if found is None:
         return
     there, complete = found
-    here = _shape(df.schema.fields)
     names = [n for n, _ in here]
     if complete and [n for n, _ in there] != names:
         why = f"columns {', '.join(n for n, _ in there)} there, {', '.join(names)} here"
@@ -681,6 +684,64 @@ def write(df, target, fmt: OutputFormat, mode: OutputMode = OutputMode.ERROR, in
         rows = count_rows(stage.path, fmt)
         if target.kind == FILE:
             stage.source = _single_file(stage.path, out, fmt)
+    return rows if stage.written else None
+
+
+def spark_type_name(t) -> str:
+    """An Arrow type as Spark names it (`simpleString`): how a folder's
+    results are compared before appending, whichever engine wrote them."""
+    import pyarrow as pa
+
+    from .planner.spark.sources import arrow_to_spark  # the reader's names of types (pyarrow: only when writing)
+
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"array<{spark_type_name(t.value_type)}>"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    return arrow_to_spark(t)
+
+
+def spark_json(schema) -> dict:
+    """An Arrow schema as the JSON Spark keeps in its Parquet files' footers
+    (so that an append compares types, as for Spark's own files)."""
+    import pyarrow as pa
+
+    def one(t):
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            return {"type": "array", "elementType": one(t.value_type), "containsNull": True}
+        if pa.types.is_decimal(t):
+            return f"decimal({t.precision},{t.scale})"
+        name = spark_type_name(t)
+        return {"tinyint": "byte", "smallint": "short", "int": "integer", "bigint": "long"}.get(name, name)
+
+    return {"type": "struct", "fields": [{"name": f.name, "type": one(f.type), "nullable": True, "metadata": {}}
+                                         for f in schema]}  # fmt: skip
+
+
+def write_batches(schema, batches, target: Target) -> int | None:
+    """Write Arrow batches (the in-process engine's result) as one Parquet
+    file in a folder laid out as Spark lays out its own (`part-…parquet`
+    and `_SUCCESS`), through the same staging as `write`: the rows written,
+    or None when nothing was (mode ignore)."""
+    import pyarrow.parquet as pq
+
+    if target.skip:
+        return None
+    if target.mode == OutputMode.APPEND and target.existed:
+        _check_shape(target, [(f.name, spark_type_name(f.type)) for f in schema], OutputFormat.PARQUET)
+    rows = 0
+    with staged(target) as stage:
+        stage.path.mkdir()
+        part = stage.path / f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+        spark_schema = {b"org.apache.spark.sql.parquet.row.metadata": json.dumps(spark_json(schema)).encode()}
+        with pq.ParquetWriter(part, schema.with_metadata(spark_schema), compression="snappy") as out:
+            for batch in batches:
+                if batch.num_rows:
+                    out.write_batch(batch)
+                    rows += batch.num_rows
+        (stage.path / "_SUCCESS").touch()
+        if target.kind == FILE:
+            stage.source = part
     return rows if stage.written else None
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 
 from .errors import SchemaError, UsageError
-from .planner.logical.plan import Delay, InputFacts, Inputs, Resources
+from .planner.logical.plan import Delay, InputFacts, Inputs, LocalFiles, Resources
 from .planner.physical.kernel import kernel_spec
 from .planner.physical.plan import PhysicalPlan
 from .planner.planning import plan
@@ -220,16 +220,17 @@ def describe_inputs(inputs: dict[str | None, Input], time_col: str) -> Inputs:
     return known.as_stream() if True in streams else known
 
 
-def summarize(described: dict[str | None, tuple[Schema, bool, str, bool]], time_col: str) -> Inputs:
-    """Inputs from each input's (schema, nanosecond time?, label, read as text?)."""
+def summarize(described: dict[str | None, tuple], time_col: str) -> Inputs:
+    """Inputs from each input's (schema, nanosecond time?, label, read as
+    text?[, local Parquet files])."""
     cols: dict[str, tuple] = {}
     kinds = set()
     each = []
-    for name, (schema, nanos, label, text) in described.items():
+    for name, (schema, nanos, label, text, *files) in described.items():
         kinds.add(time_kind(schema, time_col, nanos, name))
         found = schema.lookup(time_col)
         written = None if found is None or found[0] == OTHER else found[1]
-        each.append(InputFacts(name, label, text, written, nanos))
+        each.append(InputFacts(name, label, text, written, nanos, files=files[0] if files else None))
         for c in schema.columns:
             prev = cols.get(c[0])
             if prev is not None and OTHER not in (prev[1], c[1]) and prev[1] != c[1]:
@@ -262,8 +263,26 @@ def describe_paths(specs: dict[str | None, str], time_col: str) -> Inputs | None
     for name, spec in specs.items():
         source = reader.describe(spec)
         nanos = any(c.nanos and c.name == time_col for c in source.columns)
-        described[name] = (source.schema, nanos, source.name, source.text)
+        described[name] = (source.schema, nanos, source.name, source.text, local_files(source))
     return summarize(described, time_col)
+
+
+def local_files(source) -> LocalFiles | None:
+    """What the in-process engine needs to know of Parquet files: rows, size
+    and Arrow types, from their footers (None for other formats)."""
+    if source.format != "parquet":
+        return None
+    import pyarrow.parquet as pq
+
+    rows = size = 0
+    arrow = None
+    for f in source.files:
+        meta = pq.ParquetFile(f).metadata
+        rows += meta.num_rows
+        size += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        if arrow is None:
+            arrow = tuple((field.name, str(field.type)) for field in meta.schema.to_arrow_schema())
+    return LocalFiles(tuple(source.files), rows, size, arrow or ())
 
 
 def time_kind(schema: Schema, time_col: str, nanos: bool, name=None) -> str | None:

@@ -38,9 +38,14 @@ def test_explain_is_the_python_api_text(capsys):
     import cetql
 
     text = (EXAMPLES / "greta_q3_traffic.cet").read_text()
+    from dataclasses import replace
+
+    from cetql.options import Engine, RunOptions, Sink
+
     main(["compile", str(EXAMPLES / "greta_q3_traffic.cet"), "--explain"])
     cli = capsys.readouterr().out.strip()
-    assert spoken(cli, "python") == cetql.compile(text).explain(as_string=True).strip()  # options in Python's words
+    run = replace(RunOptions(), engine=Engine.AUTO, sink=Sink.PARQUET)  # compile plans `cetql run --output DIR`
+    assert spoken(cli, "python") == cetql.compile(text, options=run).explain(as_string=True).strip()  # Python's words
 
 
 def test_json_format(capsys):

@@ -93,6 +93,17 @@ class InputFacts:
     time_type: str | None = None  # the time column's type as the reader or Spark gives it
     nanos: bool = False  # a timestamp column with nanoseconds (read as epoch nanoseconds)
     streaming: bool = False  # a stream (DataFrame.isStreaming; `cetql run --stream`)
+    files: LocalFiles | None = None  # local Parquet files the in-process engine could read (None: anything else)
+
+
+@dataclass(frozen=True)
+class LocalFiles:
+    """An input of local Parquet files, as their footers describe them."""
+
+    paths: tuple[str, ...]
+    rows: int
+    size: int  # bytes of the columns uncompressed (the footers' row-group sizes)
+    arrow: tuple[tuple[str, str], ...]  # (column, Arrow type as pyarrow prints it)
 
 
 class LateEvents(StrEnum):

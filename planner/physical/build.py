@@ -18,6 +18,7 @@ from ..logical import plan as L
 from ..semantics import ir
 from ..semantics.template import Template
 from . import exprs as E
+from .engine import choose as choose_engine
 from .plan import (
     Aggregate,
     Arithmetic,
@@ -76,7 +77,8 @@ def physical(logical: L.LogicalPlan) -> PhysicalPlan:
     phys_root = replace(phys_root, derived=tuple(Derived(c, e) for c, e in derived.items()))
     scan = _scan(logical, names, filt, partition, phys_root)
     stream = _stateful(logical, names, windows, partition)
-    return PhysicalPlan(logical, names, scan, filt, windows, partition, phys_root, _assumed(logical), stream)
+    engine = choose_engine(logical, names, scan, filt, windows, phys_root, stream)
+    return PhysicalPlan(logical, names, scan, filt, windows, partition, phys_root, _assumed(logical), stream, engine)
 
 
 def _stateful(logical: L.LogicalPlan, names: Names, windows: Windows, part: Partition) -> Stateful | None:

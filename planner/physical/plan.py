@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 
-from cetql.options import Algorithm, Completeness, Exact, Kernel, Sharing, Strategy, TrendSet
+from cetql.options import Algorithm, Completeness, Engine, Exact, Kernel, Sharing, Strategy, TrendSet
 
 from ..kernels import spec as K
 from ..logical.plan import InvalidRows, LateEvents, LogicalPlan, Numbers, Prefilter
+from .engine import EngineChoice
 
 
 class TimeKind(StrEnum):
@@ -302,6 +303,7 @@ class PhysicalPlan:
     root: Detect | Aggregate
     assumed: tuple[str, ...] = ()  # facts the plan assumed, not knew (no input or session seen)
     stream: Stateful | None = None  # streams: the stateful operator (None: batch)
+    engine: EngineChoice = EngineChoice(Engine.SPARK, "the result is a Spark DataFrame")  # where it runs (`engine`)
 
     @property
     def detect(self) -> Detect | None:

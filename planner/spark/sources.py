@@ -164,11 +164,11 @@ def _parquet_columns(files: list[Path]) -> list[Column]:
             ns = t.unit == "ns"
             out.append(Column(field.name, "bigint" if ns else "timestamp", nanos=ns, naive=t.tz is None))
         else:
-            out.append(Column(field.name, _arrow_to_spark(t)))
+            out.append(Column(field.name, arrow_to_spark(t)))
     return out
 
 
-def _arrow_to_spark(t) -> str:
+def arrow_to_spark(t) -> str:
     import pyarrow.types as pt
 
     if pt.is_int8(t):

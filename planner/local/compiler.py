@@ -1,0 +1,272 @@
+"""The in-process compiler: a physical plan → Arrow batches of its result,
+one function per operator, as `planner.spark.compiler` spells the same
+plan for Spark (and deciding nothing either):
+
+    scan → filter → windows → partition → sort → detect | aggregate
+
+The kernels are the ones Spark's Python workers run (`kernels.process`),
+called once on the whole sorted table.  Only plans whose `engine` is LOCAL
+come here (`physical.engine` says which and why).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cetql.errors import CetqlError
+
+from ..kernels import process
+from ..logical import plan as L
+from ..logical.plan import InvalidRows
+from ..physical.kernel import kernel_spec
+from ..physical.plan import Bounds, Detect, PhysicalPlan, TimeCast
+from ..spark.checks import check_id_type
+from ..spark.sources import arrow_to_spark
+from .exprs import OVERFLOW, ArithmeticOverflow, evaluate
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+class RowsRefused(CetqlError):
+    """Input rows the scan refuses (a null time, a null or repeated id)."""
+
+    exit_code = 1
+
+
+@dataclass
+class Result:
+    """The result's schema and batches (lazy: the kernels run as they are
+    read), and what the scan dropped (--drop-invalid)."""
+
+    schema: pa.Schema
+    batches: Iterator[pa.RecordBatch]
+    dropped: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def run(plan: PhysicalPlan) -> Result:
+    """The plan's result, read from its input files."""
+    table = read(plan)
+    events, dropped = scan(plan, table)
+    kernel_in = sort(plan, partition(plan, windows(plan, filter_events(plan, events))))
+    spec = kernel_spec(plan)
+    fn = process.detect_fn(spec) if isinstance(plan.root, Detect) else process.aggregate_fn(spec)
+    schema = (process.detect_schema if isinstance(plan.root, Detect) else process.aggregate_schema)(spec, kernel_in.schema)
+    out_schema, project = output(plan, schema)
+    batches = (project(b) for b in fn(iter(kernel_in.to_batches(max_chunksize=1 << 20))))
+    return Result(out_schema, batches, dropped)
+
+
+# ---------------------------------------------------------------- Scan
+
+
+def read(plan: PhysicalPlan) -> pa.Table:
+    """The columns the plan reads, from the input's Parquet files in order."""
+    import pyarrow.parquet as pq
+
+    facts = plan.logical.find(L.Scan).inputs.each[0].files
+    s = plan.scan
+    wanted = list(dict.fromkeys([s.time_col, *([s.id_col] if s.id_col else []), *s.checked]))
+    tables = [pq.read_table(f, columns=wanted) for f in facts.paths]
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _time(cast: TimeCast, col) -> pa.Array:
+    if cast == TimeCast.MICROS:
+        unit = col.type.unit
+        as_int = pc.cast(col, pa.int64()) if unit == "us" else None
+        if as_int is None:
+            scale = {"s": 1_000_000, "ms": 1_000}[unit]
+            as_int = _checked_multiply(pc.cast(pc.cast(col, pa.timestamp(unit)), pa.int64()), scale)
+        return as_int
+    if cast == TimeCast.NUMBER:
+        return pc.cast(col, pa.int64())
+    raise TypeError(f"the in-process engine does not read times by {cast}")
+
+
+def _checked_multiply(a, k: int):
+    try:
+        return pc.multiply_checked(a, k)
+    except pa.ArrowInvalid:
+        raise ArithmeticOverflow(OVERFLOW) from None
+
+
+def scan(plan: PhysicalPlan, table: pa.Table) -> tuple[pa.Table, int]:
+    """The events with id, time and type columns; rows with a null time fail
+    the query (or are dropped, counted), and so do null or repeated ids."""
+    op, n = plan.scan, plan.names
+    (si,) = op.inputs
+    time = pc.cast(_time(si.time_cast, table.column(op.time_col).combine_chunks()), pa.int64())
+    ident = table.column(op.id_col).combine_chunks() if op.id_col else pa.array(np.arange(table.num_rows))
+    out = table
+    for name, col in ((n.id, ident), (n.time, time), (n.type, pa.array([si.type_name] * table.num_rows, pa.string()))):
+        out = out.append_column(name, col)
+    rows = out.num_rows
+    no_time = pc.is_null(time)
+    missing = pc.sum(no_time).as_py() or 0
+    if missing and op.invalid == InvalidRows.REJECT:
+        raise RowsRefused(f"time column '{op.time_col}': {missing:,} row(s) have no time (null, NaN or infinite); "
+                          "fix the input, or run with --drop-invalid to drop those rows")  # fmt: skip
+    if missing:
+        out = out.filter(pc.invert(no_time))
+    if op.id_col:
+        check_id_type(op.id_col, arrow_to_spark(table.schema.field(op.id_col).type))
+        out = _check_ids(out, n.id, op.id_col, drop=op.invalid == InvalidRows.DROP)
+    return out, rows - out.num_rows
+
+
+def _check_ids(table: pa.Table, id_col: str, label: str, *, drop: bool) -> pa.Table:
+    """Ids present and unique: as `spark.checks.check_ids` (its messages)."""
+    ids = table.column(id_col)
+    counts = pc.value_counts(ids.combine_chunks())
+    values, n = counts.field("values"), counts.field("counts")
+    repeated = values.filter(pc.and_(pc.greater(n, 1), pc.is_valid(values)))
+    nulls = pc.sum(pc.is_null(ids)).as_py() or 0
+    if drop:
+        keep = pc.and_(pc.is_valid(ids), pc.invert(pc.is_in(ids, value_set=repeated)))
+        return table.filter(keep) if (nulls or len(repeated)) else table
+    advice = "; every event needs its own id: fix the input, or run with --drop-invalid to drop such rows"
+    if nulls:
+        raise RowsRefused(f"invalid id: a row of id column '{label}' has no id{advice}")
+    if len(repeated):
+        first = repeated[0]
+        times = pc.sum(pc.equal(ids, first)).as_py()
+        raise RowsRefused(f"invalid id: id {first.as_py()} of id column '{label}' is on {times} rows{advice}")
+    return table
+
+
+# ---------------------------------------------------------------- Filter
+
+
+def _true(a: pa.Array) -> np.ndarray:
+    """Where a condition is true (null: false)."""
+    return np.asarray(pc.fill_null(a, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def filter_events(plan: PhysicalPlan, table: pa.Table) -> pa.Table:
+    """Constant conditions, then one mask column per position; events that
+    may take no position are dropped."""
+    op = plan.filter
+    if op.constant is not None:
+        table = table.filter(pa.array(_true(evaluate(op.constant, table))))
+    keep = np.zeros(table.num_rows, dtype=bool)
+    for m in op.masks:
+        mask = _true(evaluate(m.definition, table))
+        table = table.append_column(m.column, pa.array(mask))
+        keep |= mask
+    return table if keep.all() else table.filter(pa.array(keep))
+
+
+# ---------------------------------------------------------------- Windows
+
+
+def windows(plan: PhysicalPlan, table: pa.Table) -> tuple[pa.Table, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(events, each row's window or block index, first and last window)
+    — rows are repeated later, by `partition`: windows [k*s, k*s + w) in
+    64-bit integers, failing as Spark's ANSI arithmetic does where a bound
+    leaves them."""
+    n, w = plan.names, plan.windows
+    t = np.asarray(table.column(n.time).to_numpy(), dtype=np.int64)
+    if len(t) and (int(t.min()) - int(w.length) < INT64_MIN or (int(t.max()) // int(w.slide)) * int(w.slide)
+                   + int(w.length) > INT64_MAX):  # fmt: skip
+        raise ArithmeticOverflow(OVERFLOW)
+    k_hi = np.floor_divide(t, w.slide)
+    k_lo = np.floor_divide(t - w.length, w.slide) + 1
+    return table, k_lo, k_hi
+
+
+def _sequences(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(row of each element, value) of Spark's `sequence(lo, hi)` per row:
+    lo … hi by 1, or by -1 where lo > hi."""
+    step = np.where(lo <= hi, 1, -1)
+    count = np.abs(hi - lo) + 1
+    rows = np.repeat(np.arange(len(lo)), count)
+    starts = np.cumsum(count) - count
+    offset = np.arange(int(count.sum())) - np.repeat(starts, count)
+    return rows, np.repeat(lo, count) + offset * np.repeat(step, count)
+
+
+# ---------------------------------------------------------------- Partition
+
+
+def partition(plan: PhysicalPlan, placed) -> pa.Table:
+    """Key columns (rows with a null key are in no trend), derived columns,
+    then one row per (event, window) — or per (event, block) — with the
+    kernel's columns only."""
+    table, k_lo, k_hi = placed
+    n, w, part = plan.names, plan.windows, plan.partition
+    keep = np.ones(table.num_rows, dtype=bool)
+    for k in part.keys:
+        keep &= np.asarray(pc.is_valid(table.column(k.attr)).to_numpy(zero_copy_only=False), dtype=bool)
+    if not keep.all():
+        table, k_lo, k_hi = table.filter(pa.array(keep)), k_lo[keep], k_hi[keep]
+    for k in (*part.keys, *part.subkeys, *part.state_keys):
+        table = table.append_column(k.column, table.column(k.attr))
+    for d in plan.root.derived:
+        table = table.append_column(d.column, evaluate(d.definition, table))
+    if w.block:
+        table = table.append_column(n.window_lo, pa.array(k_lo)).append_column(n.window_hi, pa.array(k_hi))
+    cols = [*part.group[1:], n.time, n.id, *(m.column for m in plan.filter.masks)]
+    if w.block:
+        cols += [n.window_lo, n.window_hi]
+    cols += [d.column for d in plan.root.derived] + [k.column for k in part.subkeys]
+    cols += [k.column for k in part.state_keys]
+    table = table.select(list(dict.fromkeys(cols)))
+    if w.sharing is None:
+        return _with_window(table, k_hi, n.window)
+    if w.block:
+        rows, window = _sequences(np.floor_divide(k_lo, w.block), np.floor_divide(k_hi, w.block))
+    else:
+        rows, window = _sequences(k_lo, k_hi)
+    return _with_window(table.take(pa.array(rows)), window, n.window)
+
+
+def _with_window(table: pa.Table, window: np.ndarray, name: str) -> pa.Table:
+    return table.add_column(0, name, pa.array(window, pa.int64()))
+
+
+def sort(plan: PhysicalPlan, table: pa.Table) -> pa.Table:
+    """Sorted by the group columns, time, id, as Spark sorts them (nulls
+    first, NaN last, -0.0 with 0.0), the group columns first."""
+    n, group = plan.names, list(plan.partition.group)
+    keys = [(c, "ascending", "at_start") for c in (*group, n.time, n.id)]
+    try:
+        order = pc.sort_indices(table, sort_keys=keys)
+    except (TypeError, ValueError, pa.ArrowInvalid):  # pyarrow before 25: one null placement for every key
+        order = pc.sort_indices(table, sort_keys=[k[:2] for k in keys], null_placement="at_start")
+    cols = [*group, *(c for c in table.column_names if c not in group)]
+    return table.take(order).select(cols)
+
+
+# ---------------------------------------------------------------- Output
+
+
+def output(plan: PhysicalPlan, kernel_schema: pa.Schema):
+    """(schema, batch → batch) of the result's columns, as the Spark
+    compiler selects them: window bounds, keys (by their attributes' names),
+    then the trends or the aggregates."""
+    n, w = plan.names, plan.windows
+    keys = [k for k in plan.partition.keys if isinstance(plan.root, Detect) or k.output is not None]
+    bound = pa.timestamp("us", tz="UTC") if w.bounds == Bounds.TIMESTAMP else pa.int64()
+    if w.bounds not in (Bounds.TIMESTAMP, Bounds.INTEGER):
+        raise TypeError(f"the in-process engine does not show window bounds as {w.bounds}")
+    rest = ["events", "length"] if isinstance(plan.root, Detect) else [t.name for t in kernel_spec(plan).targets]
+    fields = [pa.field("window_start", bound), pa.field("window_end", bound)]
+    fields += [pa.field(k.attr, kernel_schema.field(k.column).type) for k in keys]
+    fields += [kernel_schema.field(c) for c in rest]
+    schema = pa.schema(fields)
+    slide, length = int(w.slide), int(w.length)
+
+    def project(batch: pa.RecordBatch) -> pa.RecordBatch:
+        k = np.asarray(batch.column(n.window).to_numpy(zero_copy_only=False), dtype=np.int64)
+        start = k * slide
+        arrays = [pa.array(start).cast(bound), pa.array(start + length).cast(bound)]
+        arrays += [batch.column(key.column) for key in keys] + [batch.column(c) for c in rest]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    return schema, project
