@@ -19,4 +19,4 @@ _.handleInputRows  # planner/spark/streaming.py: Spark's StatefulProcessor hook
 _.handleExpiredTimer  # planner/spark/streaming.py: Spark's StatefulProcessor hook
 _.expiredTimerInfo  # planner/spark/streaming.py: handleExpiredTimer's argument, which Spark passes by name
 _.release_session_on_close  # cetql/cli.py: read by pyspark's Connect SparkSession.stop (False: the session stays open)
-Engine.AUTO  # chosen by the CLI's --engine string
+_.AUTO  # cetql/options.py: Engine.AUTO, an enum member chosen by value (--engine auto)
