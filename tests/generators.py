@@ -114,7 +114,8 @@ def _edge(draw, name: str, attr: str) -> str:
 def _vertex(draw, name: str) -> str:
     """A predicate on one event against constants (a filter)."""
     return draw(st.sampled_from([f"{name}.y > 1", f"{name}.y = 0", f"{name}.y <= 1", f"{name}.y != 2.5",
-                                 f"{name}.y < {name}.x", f"{name}.y * 0 = 0"]))  # fmt: skip
+                                 f"{name}.y < {name}.x", f"{name}.y * 0 = 0",
+                                 f"{name}.y = {name}.y * 2"]))  # fmt: skip  (NaN = NaN, inf = inf, -0.0 = 0.0)
 
 
 @st.composite

@@ -12,7 +12,7 @@ come here (`physical.engine` says which and why).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -46,13 +46,11 @@ class Result:
     schema: pa.Schema
     batches: Iterator[pa.RecordBatch]
     dropped: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 def run(plan: PhysicalPlan) -> Result:
     """The plan's result, read from its input files."""
-    table = read(plan)
-    events, dropped = scan(plan, table)
+    events, dropped = scan(plan, read(plan))
     kernel_in = sort(plan, partition(plan, windows(plan, filter_events(plan, events))))
     spec = kernel_spec(plan)
     fn = process.detect_fn(spec) if isinstance(plan.root, Detect) else process.aggregate_fn(spec)
@@ -65,15 +63,21 @@ def run(plan: PhysicalPlan) -> Result:
 # ---------------------------------------------------------------- Scan
 
 
-def read(plan: PhysicalPlan) -> pa.Table:
-    """The columns the plan reads, from the input's Parquet files in order."""
+def read(plan: PhysicalPlan) -> list[pa.Table]:
+    """Each input's columns that the plan reads, from its Parquet files in
+    order (in the order of the scan's inputs)."""
     import pyarrow.parquet as pq
 
-    facts = plan.logical.find(L.Scan).inputs.each[0].files
     s = plan.scan
+    by_type = {f.type_name: f.files for f in plan.logical.find(L.Scan).inputs.each}
     wanted = list(dict.fromkeys([s.time_col, *([s.id_col] if s.id_col else []), *s.checked]))
-    tables = [pq.read_table(f, columns=wanted) for f in facts.paths]
-    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    out = []
+    for si in s.inputs:
+        files = by_type[si.type_name]
+        present = [c for c in wanted if c in dict(files.arrow)]
+        tables = [pq.read_table(f, columns=present) for f in files.paths]
+        out.append(pa.concat_tables(tables) if len(tables) > 1 else tables[0])
+    return out
 
 
 def _time(cast: TimeCast, col) -> pa.Array:
@@ -96,16 +100,23 @@ def _checked_multiply(a, k: int):
         raise ArithmeticOverflow(OVERFLOW) from None
 
 
-def scan(plan: PhysicalPlan, table: pa.Table) -> tuple[pa.Table, int]:
-    """The events with id, time and type columns; rows with a null time fail
-    the query (or are dropped, counted), and so do null or repeated ids."""
+def scan(plan: PhysicalPlan, tables: list[pa.Table]) -> tuple[pa.Table, int]:
+    """The events with id, time and type columns, the inputs one after the
+    other (a column an input lacks is null there, as Spark's unionByName
+    gives it); rows with a null time fail the query (or are dropped,
+    counted), and so do null or repeated ids."""
     op, n = plan.scan, plan.names
-    (si,) = op.inputs
-    time = pc.cast(_time(si.time_cast, table.column(op.time_col).combine_chunks()), pa.int64())
-    ident = table.column(op.id_col).combine_chunks() if op.id_col else pa.array(np.arange(table.num_rows))
-    out = table
-    for name, col in ((n.id, ident), (n.time, time), (n.type, pa.array([si.type_name] * table.num_rows, pa.string()))):
-        out = out.append_column(name, col)
+    frames, before = [], 0
+    for si, table in zip(op.inputs, tables):
+        time = pc.cast(_time(si.time_cast, table.column(op.time_col).combine_chunks()), pa.int64())
+        # ids from input order: row numbers over the inputs one after the other (only aggregation, where no id is shown)
+        ident = table.column(op.id_col).combine_chunks() if op.id_col else pa.array(np.arange(table.num_rows) + before)
+        before += table.num_rows
+        kind = pa.array([si.type_name] * table.num_rows, pa.string())
+        for name, col in ((n.id, ident), (n.time, time), (n.type, kind)):
+            table = table.append_column(name, col)
+        frames.append(table)
+    out = frames[0] if len(frames) == 1 else _union(frames)
     rows = out.num_rows
     no_time = pc.is_null(time)
     missing = pc.sum(no_time).as_py() or 0
@@ -115,9 +126,26 @@ def scan(plan: PhysicalPlan, table: pa.Table) -> tuple[pa.Table, int]:
     if missing:
         out = out.filter(pc.invert(no_time))
     if op.id_col:
-        check_id_type(op.id_col, arrow_to_spark(table.schema.field(op.id_col).type))
+        check_id_type(op.id_col, arrow_to_spark(out.schema.field(op.id_col).type))
         out = _check_ids(out, n.id, op.id_col, drop=op.invalid == InvalidRows.DROP)
     return out, rows - out.num_rows
+
+
+def _union(frames: list[pa.Table]) -> pa.Table:
+    """Tables one after the other, by column name; a missing column null
+    (the plan sent inputs whose columns differ in type to Spark)."""
+    fields: dict[str, pa.Field] = {}
+    for f in frames:
+        for one in f.schema:
+            fields.setdefault(one.name, one)
+    schema = pa.schema(list(fields.values()))
+    full = []
+    for f in frames:
+        for one in schema:
+            if one.name not in f.column_names:
+                f = f.append_column(one.name, pa.nulls(f.num_rows, one.type))
+        full.append(f.select(schema.names).cast(schema))
+    return pa.concat_tables(full)
 
 
 def _check_ids(table: pa.Table, id_col: str, label: str, *, drop: bool) -> pa.Table:

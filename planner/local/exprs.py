@@ -117,7 +117,7 @@ OVERFLOW = ("a number went past what its type holds while the query ran (overflo
 
 
 def _as_float(v):
-    return v if _is_float(v) or v.type == pa.null() else pc.cast(v, pa.float64())
+    return v if _is_float(v) or v.type == pa.null() else pc.cast(v, pa.float64(), safe=False)  # as Spark: 2**62+1 rounds
 
 
 def _arith(op: str, a, b, n: int):

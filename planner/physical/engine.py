@@ -9,10 +9,10 @@ where that meaning is certain and the data is small enough for one process:
 - the caller writes the result as Parquet files itself (`cetql run --output
   DIR`, format parquet): a DataFrame, a printed table and CSV/JSON text are
   Spark's to make;
-- one batch input of local Parquet files whose columns the plan reads are
+- batch inputs of local Parquet files whose columns the plan reads are
   whole numbers, doubles, text, booleans or timestamps to the microsecond
-  (with a zone, or without one in UTC), at most `LOCAL_MAX_BYTES` with every
-  window copy;
+  (with a zone, or without one in UTC), each column of one Arrow type in
+  every input, at most `LOCAL_MAX_BYTES` with every window copy;
 - windows in 64-bit integers; detection by the local strategy, with an id
   column (Spark derives ids from its own partitioning: only named ids are
   the same in both engines), without `--with-rows`;
@@ -106,10 +106,15 @@ def kind(e: K.Expr | None, types: dict[str, str]) -> str | None:
     return None
 
 
-def column_kinds(facts: L.InputFacts, names, time_zone: str) -> dict[str, str | None]:
-    """Each column's kind for the in-process engine: the input's, and the
+def column_kinds(each: tuple[L.InputFacts, ...], names, time_zone: str) -> dict[str, str | None]:
+    """Each column's kind for the in-process engine: the inputs' (None where
+    two inputs hold it with two Arrow types: Spark would widen one), and the
     scan's own (time, id, type name)."""
-    out = {name: arrow_kind(t, time_zone) for name, t in facts.files.arrow}
+    arrow: dict[str, set[str]] = {}
+    for facts in each:
+        for name, t in facts.files.arrow:
+            arrow.setdefault(name, set()).add(t)
+    out = {name: arrow_kind(next(iter(ts)), time_zone) if len(ts) == 1 else None for name, ts in arrow.items()}
     out[names.type] = "string"
     out[names.time] = "int"
     return out
@@ -124,11 +129,12 @@ def choose(logical: L.LogicalPlan, names, scan, filt, windows, root, stream) -> 
         return EngineChoice(Engine.SPARK, why)
     refusal = _why_not_local(logical, names, scan, filt, windows, root, stream)
     if refusal is None:
-        facts = logical.find(L.Scan).inputs.each[0].files
+        each = logical.find(L.Scan).inputs.each
+        rows, size = sum(f.files.rows for f in each), sum(f.files.size for f in each)
         copies = windows.per_event if windows.sharing is not None else 1
-        return EngineChoice(Engine.LOCAL, f"in this process over Arrow, no Spark: {facts.rows:,} rows of local "
-                                          f"Parquet, {format_size(facts.size * copies)} with window copies "
-                                          f"(at most {format_size(LOCAL_MAX_BYTES)})")  # fmt: skip
+        return EngineChoice(Engine.LOCAL, f"in this process over Arrow, no Spark: {rows:,} rows of local Parquet, "
+                                          f"{format_size(size * copies)} with window copies (at most "
+                                          f"{format_size(LOCAL_MAX_BYTES)})")  # fmt: skip
     if o.engine == Engine.LOCAL:
         raise UsageError(f"--engine local cannot run this query: {refusal}; leave --engine out (or give --engine "
                          "spark) to run it on Spark")  # fmt: skip
@@ -146,22 +152,21 @@ def _why_not_local(logical, names, scan, filt, windows, root, stream) -> str | N
         return "the input is a stream"
     if not inputs.known:
         return "the inputs are not known (no --input)"
-    if len(inputs.each) != 1:
-        return "more than one input (Spark unions them by name)"
-    facts = inputs.each[0]
-    if facts.files is None:
-        return f"input {facts.label} is not local Parquet files"
+    for facts in inputs.each:
+        if facts.files is None:
+            return f"input {facts.label} is not local Parquet files"
+    size = sum(f.files.size for f in inputs.each)
     copies = windows.per_event if windows.sharing is not None else 1
-    if facts.files.size * copies > LOCAL_MAX_BYTES:
-        return (f"the input is {format_size(facts.files.size)} uncompressed, {format_size(facts.files.size * copies)} "
-                f"with window copies: more than {format_size(LOCAL_MAX_BYTES)} for one process")  # fmt: skip
+    if size * copies > LOCAL_MAX_BYTES:
+        return (f"the input is {format_size(size)} uncompressed, {format_size(size * copies)} with window copies: "
+                f"more than {format_size(LOCAL_MAX_BYTES)} for one process")  # fmt: skip
     if windows.arithmetic != Arithmetic.INTEGER:
         return "windows need decimal arithmetic (fractional times or sizes)"
-    types = column_kinds(facts, names, o.time_zone)
+    types = column_kinds(inputs.each, names, o.time_zone)
     for c in (scan.time_col, *([scan.id_col] if scan.id_col else ()), *scan.checked):
         if types.get(c) is None:
-            arrow = dict(facts.files.arrow).get(c, "absent")
-            return f"column {c} is {arrow}, which only Spark reads as the query means"
+            arrow = {t for f in inputs.each for name, t in f.files.arrow if name == c} or {"absent"}
+            return f"column {c} is {' in one input and '.join(sorted(arrow))}, which only Spark reads as the query means"
     if isinstance(root, Detect):
         if root.strategy != Strategy.LOCAL:
             return "detection runs by the distributed strategy"
