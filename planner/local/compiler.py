@@ -11,6 +11,7 @@ come here (`physical.engine` says which and why).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -56,8 +57,36 @@ def run(plan: PhysicalPlan) -> Result:
     fn = process.detect_fn(spec) if isinstance(plan.root, Detect) else process.aggregate_fn(spec)
     schema = (process.detect_schema if isinstance(plan.root, Detect) else process.aggregate_schema)(spec, kernel_in.schema)
     out_schema, project = output(plan, schema)
-    batches = (project(b) for b in fn(iter(kernel_in.to_batches(max_chunksize=1 << 20))))
+    batches = (project(b) for b in kernels(fn, kernel_in, plan.names.window))
     return Result(out_schema, batches, dropped)
+
+
+def kernels(fn, table: pa.Table, window: str, workers: int | None = None) -> Iterator[pa.RecordBatch]:
+    """`fn` (a kernel, as `mapInArrow` calls it) over the sorted table, cut
+    at window boundaries into one slice per core, the slices run at once in
+    threads (the compiled loops release the GIL); batches in table order."""
+    workers = workers or min(2, os.cpu_count() or 1)
+    if workers < 2 or table.num_rows < SPLIT_FROM:
+        yield from fn(iter(table.to_batches(max_chunksize=BATCH_ROWS)))
+        return
+    wk = table.column(window).to_numpy()
+    cuts = [0]
+    for i in range(1, workers):
+        at = int(np.searchsorted(wk, wk[len(wk) * i // workers], side="left"))  # a window's first row: a group's
+        if at > cuts[-1]:
+            cuts.append(at)
+    cuts.append(len(wk))
+    slices = [table.slice(a, z - a) for a, z in zip(cuts, cuts[1:])]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(slices)) as pool:
+        done = [pool.submit(lambda t: list(fn(iter(t.to_batches(max_chunksize=BATCH_ROWS)))), t) for t in slices]
+        for d in done:
+            yield from d.result()
+
+
+SPLIT_FROM = 100_000  # rows of the kernels' input from which they run on every core
+BATCH_ROWS = 1 << 20
 
 
 # ---------------------------------------------------------------- Scan
@@ -75,7 +104,7 @@ def read(plan: PhysicalPlan) -> list[pa.Table]:
     for si in s.inputs:
         files = by_type[si.type_name]
         present = [c for c in wanted if c in dict(files.arrow)]
-        tables = [pq.read_table(f, columns=present) for f in files.paths]
+        tables = [pq.ParquetFile(f).read(columns=present) for f in files.paths]  # (not read_table: pandas comes too)
         out.append(pa.concat_tables(tables) if len(tables) > 1 else tables[0])
     return out
 
@@ -91,6 +120,16 @@ def _time(cast: TimeCast, col) -> pa.Array:
     if cast == TimeCast.NUMBER:
         return pc.cast(col, pa.int64())
     raise TypeError(f"the in-process engine does not read times by {cast}")
+
+
+def _repeated(text: str | None, n: int) -> pa.Array:
+    """`text` n times, as a string array (built from its buffers: pyarrow's
+    conversions of Python values load pandas, a fifth of a second)."""
+    if text is None:
+        return pa.nulls(n, pa.string())
+    data = text.encode()
+    offsets = np.arange(n + 1, dtype=np.int32) * len(data)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
 
 
 def _checked_multiply(a, k: int):
@@ -112,7 +151,7 @@ def scan(plan: PhysicalPlan, tables: list[pa.Table]) -> tuple[pa.Table, int]:
         # ids from input order: row numbers over the inputs one after the other (only aggregation, where no id is shown)
         ident = table.column(op.id_col).combine_chunks() if op.id_col else pa.array(np.arange(table.num_rows) + before)
         before += table.num_rows
-        kind = pa.array([si.type_name] * table.num_rows, pa.string())
+        kind = _repeated(si.type_name, table.num_rows)
         for name, col in ((n.id, ident), (n.time, time), (n.type, kind)):
             table = table.append_column(name, col)
         frames.append(table)
@@ -150,8 +189,12 @@ def _union(frames: list[pa.Table]) -> pa.Table:
 
 def _check_ids(table: pa.Table, id_col: str, label: str, *, drop: bool) -> pa.Table:
     """Ids present and unique: as `spark.checks.check_ids` (its messages)."""
-    ids = table.column(id_col)
-    counts = pc.value_counts(ids.combine_chunks())
+    ids = table.column(id_col).combine_chunks()
+    if not ids.null_count and pa.types.is_integer(ids.type):
+        a = ids.to_numpy()
+        if len(a) < 2 or bool((a[1:] > a[:-1]).all()):  # ids in increasing order (the usual case): unique
+            return table
+    counts = pc.value_counts(ids)
     values, n = counts.field("values"), counts.field("counts")
     repeated = values.filter(pc.and_(pc.greater(n, 1), pc.is_valid(values)))
     nulls = pc.sum(pc.is_null(ids)).as_py() or 0
@@ -222,10 +265,11 @@ def _sequences(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 # ---------------------------------------------------------------- Partition
 
 
-def partition(plan: PhysicalPlan, placed) -> pa.Table:
-    """Key columns (rows with a null key are in no trend), derived columns,
-    then one row per (event, window) — or per (event, block) — with the
-    kernel's columns only."""
+def partition(plan: PhysicalPlan, placed) -> tuple[pa.Table, np.ndarray | None, np.ndarray]:
+    """Key columns (rows with a null key are in no trend), derived columns
+    and the kernel's columns only; then which event each row of the
+    kernel's input is (None: each event once) and its window (or block) —
+    one row per (event, window) or per (event, block), made by `sort`."""
     table, k_lo, k_hi = placed
     n, w, part = plan.names, plan.windows, plan.partition
     keep = np.ones(table.num_rows, dtype=bool)
@@ -246,29 +290,34 @@ def partition(plan: PhysicalPlan, placed) -> pa.Table:
     cols += [k.column for k in part.state_keys]
     table = table.select(list(dict.fromkeys(cols)))
     if w.sharing is None:
-        return _with_window(table, k_hi, n.window)
+        return table, None, k_hi
     if w.block:
-        rows, window = _sequences(np.floor_divide(k_lo, w.block), np.floor_divide(k_hi, w.block))
-    else:
-        rows, window = _sequences(k_lo, k_hi)
-    return _with_window(table.take(pa.array(rows)), window, n.window)
+        return (table, *_sequences(np.floor_divide(k_lo, w.block), np.floor_divide(k_hi, w.block)))
+    return (table, *_sequences(k_lo, k_hi))
 
 
-def _with_window(table: pa.Table, window: np.ndarray, name: str) -> pa.Table:
-    return table.add_column(0, name, pa.array(window, pa.int64()))
-
-
-def sort(plan: PhysicalPlan, table: pa.Table) -> pa.Table:
-    """Sorted by the group columns, time, id, as Spark sorts them (nulls
-    first, NaN last, -0.0 with 0.0), the group columns first."""
+def sort(plan: PhysicalPlan, placed: tuple[pa.Table, np.ndarray | None, np.ndarray]) -> pa.Table:
+    """The kernel's input: each (event, window) row, sorted by the group
+    columns, time, id as Spark sorts them (nulls first, NaN last, -0.0 with
+    0.0), the group columns first — the wide columns taken once."""
+    table, rows, window = placed
     n, group = plan.names, list(plan.partition.group)
-    keys = [(c, "ascending", "at_start") for c in (*group, n.time, n.id)]
+    narrow = [n.window, *group[1:], n.time, n.id]
+
+    def key(c):
+        col = table.column(c)
+        return col if rows is None else col.take(pa.array(rows))
+
+    keys = pa.table([pa.array(window, pa.int64()), *(key(c) for c in narrow[1:])], names=narrow)
+    sort_keys = [(c, "ascending", "at_start") for c in narrow]
     try:
-        order = pc.sort_indices(table, sort_keys=keys)
+        order = pc.sort_indices(keys, sort_keys=sort_keys)
     except (TypeError, ValueError, pa.ArrowInvalid):  # pyarrow before 25: one null placement for every key
-        order = pc.sort_indices(table, sort_keys=[k[:2] for k in keys], null_placement="at_start")
-    cols = [*group, *(c for c in table.column_names if c not in group)]
-    return table.take(order).select(cols)
+        order = pc.sort_indices(keys, sort_keys=[k[:2] for k in sort_keys], null_placement="at_start")
+    order = order.to_numpy()
+    taken = table.take(pa.array(order if rows is None else rows[order]))
+    out = taken.add_column(0, n.window, pa.array(window[order], pa.int64()))
+    return out.select([*group, *(c for c in out.column_names if c not in group)])
 
 
 # ---------------------------------------------------------------- Output
