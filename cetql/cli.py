@@ -30,6 +30,7 @@ from .arguments import parse_inputs, parse_params, read_query
 from .errors import CetqlError, QueryError, QuerySyntaxError, SchemaError, UsageError
 from .explain import explain_data, explain_text, summary_text
 from .failures import describe
+from .launch import NOT_HERE
 from .options import Engine, OutputFormat, OutputMode, RunOptions, Sink
 from .output import resolve_output, write, write_batches
 from .planner.logical.plan import Delay, Inputs
@@ -170,6 +171,8 @@ def cmd_run(args) -> int:
     show = _show_attrs(args.show, inputs)
     if compiled.plan.engine.engine == Engine.LOCAL:
         return run_in_process(compiled.plan, target, args)
+    if args.only_in_process:
+        return NOT_HERE
 
     remote = args.remote
     found = None if args.no_serve else serve.discovered(args.master, remote)
@@ -225,6 +228,9 @@ def run_in_process(plan, target, args) -> int:
     """A plan the in-process engine runs (`planner.local`): no Spark."""
     from .planner.local.compiler import run  # pyarrow and the kernels: only for a run in this process
 
+    if args.only_in_process:
+        print(f"using cetql serve's warm process (pid {os.getppid()}); --no-serve runs it in this one",
+              file=sys.stderr)  # fmt: skip
     started = time.monotonic()
     result = run(plan)
     rows = write_batches(result.schema, result.batches, target)
@@ -470,9 +476,12 @@ def _quiet_python_logging(verbose: bool) -> None:
         logging.getLogger(name).propagate = True
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, only_in_process: bool = False) -> int:
+    """The command; `only_in_process`: a run whose plan is Spark's returns
+    `launch.NOT_HERE` at once, having said and written nothing (`cetql.runner`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.only_in_process = only_in_process
     _quiet_python_logging(getattr(args, "verbose", False))
     if (getattr(args, "limit", None) or 0) < 0:
         parser.error("--limit must be zero (all rows) or positive")

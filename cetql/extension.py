@@ -1,9 +1,10 @@
 """`spark.cet(query, data, …)`: cetql as a method of Spark sessions, classic
 and Spark Connect alike.
 
-`import cetql` adds the method to the classic session class at once, and to
-Spark Connect's as soon as that module is imported (importing it costs a
-second, so cetql does not do it for users who never use Connect);
+`import cetql` adds the method to each session class, classic and Spark
+Connect, at once if its module is loaded, else as soon as it is (importing
+them costs from a tenth of a second to a second, which `import cetql` and
+the command line's start do not pay for users who do not need them);
 `cetql.install(spark)` does it for one session object explicitly, whatever
 its class.
 """
@@ -15,6 +16,7 @@ import importlib.util
 import sys
 
 CONNECT = "pyspark.sql.connect.session"
+CLASSIC = "pyspark.sql.session"
 
 
 def cet(self, query: str, data=None, *, params: dict | None = None, **keywords):
@@ -37,10 +39,14 @@ def _patch(cls) -> None:
 
 
 class _PatchConnect(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Adds `cet` to Connect's session class once its module has loaded."""
+    """Adds `cet` to a session class once its module has loaded (`name`:
+    Connect's, or the classic one's)."""
+
+    def __init__(self, name: str = CONNECT):
+        self.name = name
 
     def find_spec(self, name, _path, _target=None):
-        if name != CONNECT:
+        if name != self.name:
             return None
         sys.meta_path.remove(self)
         try:
@@ -68,11 +74,9 @@ def install(spark=None) -> None:
     if spark is not None:
         _patch(type(spark))
         return
-    from pyspark.sql import SparkSession
-
-    _patch(SparkSession)
-    connect = sys.modules.get(CONNECT)
-    if connect is not None:
-        _patch(connect.SparkSession)
-    elif not any(isinstance(f, _PatchConnect) for f in sys.meta_path):
-        sys.meta_path.insert(0, _PatchConnect())
+    for name in (CLASSIC, CONNECT):  # either now, or when pyspark loads it (`import cetql` does not load Spark)
+        module = sys.modules.get(name)
+        if module is not None:
+            _patch(module.SparkSession)
+        elif not any(isinstance(f, _PatchConnect) and f.name == name for f in sys.meta_path):
+            sys.meta_path.insert(0, _PatchConnect(name))

@@ -15,7 +15,9 @@ the Python and cetql it runs) in the user's runtime directory, removed when
 it stops: `cetql run` on this machine, with the same Python and cetql,
 finds it there (`running()`) and sends its query to it instead of starting
 a Spark of its own.  A file whose server is gone, or does not answer, is
-ignored.
+ignored.  Runs whose plan runs in process (`--engine`) are handed whole to
+this process's warm runner (`cetql.runner`, `cetql.launch`) before the
+client imports the compiler.
 """
 
 from __future__ import annotations
@@ -144,6 +146,7 @@ def cmd_serve(args) -> int:
     previous = {sig: signal.signal(sig, ask_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     url = f"sc://{_client_host(args.host)}:{args.port}"
     listening = False
+    runner = None
     try:
         while not _listening(args.host, args.port):
             if server.poll() is not None:
@@ -156,7 +159,8 @@ def cmd_serve(args) -> int:
                                  f"{args.start_timeout:.0f} s (--start-timeout); its log is {log}")  # fmt: skip
             time.sleep(0.3)
         listening = True
-        state = _write_state(url, args, server.pid)
+        runner = _runner(args.port)
+        state = _write_state(url, args, server.pid, runner)
         print(f"serving Spark Connect on {url} ({args.master}, up in {time.monotonic() - began:.1f} s)", flush=True)
         print(f"  cetql run QUERY --input … --remote {url}   (or SPARK_REMOTE={url})", flush=True)
         print(f"  Ctrl-C stops it; its log is {log}", flush=True)
@@ -170,6 +174,8 @@ def cmd_serve(args) -> int:
     finally:
         if state is not None:
             state.unlink(missing_ok=True)  # clients stop finding it before it stops answering
+        if runner is not None:
+            runner.close()
         _stop(server)  # with the handlers still set: a second Ctrl-C does not cut the stop short
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -227,14 +233,28 @@ def _me() -> dict:
             "version": __version__}  # fmt: skip
 
 
-def _write_state(url: str, args, jvm: int) -> Path | None:
+def _runner(port: int):
+    """The runner of runs in process (`cetql.runner`), or None where its
+    socket cannot be made (runs then go to the Spark Connect server)."""
+    from .runner import Runner
+
+    try:
+        folder = state_dir()
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return Runner(folder / f"serve-{port}.sock")
+    except OSError:
+        return None
+
+
+def _write_state(url: str, args, jvm: int, runner=None) -> Path | None:
     try:
         folder = state_dir()
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         path = folder / f"serve-{args.port}.json"
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         state = {"url": url, "port": args.port, "pid": os.getpid(), "jvm": jvm, "master": args.master,
-                 "driver_memory": args.driver_memory, "started": time.time(), **_me()}  # fmt: skip
+                 "driver_memory": args.driver_memory, "started": time.time(), **_me(),
+                 "runner": str(runner.path) if runner is not None else None}  # fmt: skip
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
             json.dump(state, f)

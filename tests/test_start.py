@@ -223,6 +223,18 @@ def test_run_uses_a_running_serve(spark, capsys, tmp_path):
         again = _run(args[1:], env, work)
         assert _rows(again.stdout) == local, again.stderr
         assert slot.read_text() != held
+        # a plan that runs in process is handed whole to the serve's warm process: the same files as here
+        spark.read.option("header", True).option("inferSchema", True).csv(str(CHECKS)).write.parquet(str(work / "in"))
+        to_files = [str(KITING), "--input", str(work / "in"), "--id-col", "id", "--output"]
+        assert main(["run", *to_files, str(work / "here"), "--engine", "local"]) == 0
+        served = _run([*to_files, "out"], env, work)  # a relative path: the client's working folder
+        assert f"using cetql serve's warm process (pid {server.pid})" in served.stderr, served.stderr
+        assert "wrote 3,771 trends to out (parquet)" in served.stdout, served.stdout
+        here, there = spark.read.parquet(str(work / "here")), spark.read.parquet(str(work / "out"))
+        assert here.count() == 3771 and here.exceptAll(there).count() == 0 and there.exceptAll(here).count() == 0
+        refused = subprocess.run([sys.executable, "-m", "cetql", "run", *to_files, "out"], capture_output=True,
+                                 text=True, env=env, cwd=work, timeout=600)  # fmt: skip
+        assert refused.returncode == 2 and "exists" in refused.stderr  # said by the serve's child, as here
     finally:
         stop(server)
     assert not state.exists(), "cetql serve left its state file behind"

@@ -1,0 +1,128 @@
+"""The `cetql` command's first step: a `cetql run` that a running `cetql
+serve` of this Python and cetql can take is handed to it, whole, before
+this process imports the compiler.
+
+The serve's process keeps the compiler, the kernels and their compiled
+loops loaded; for each run it forks a child that takes this process's
+standard input, output and error (passed over a Unix socket), its working
+folder and its environment, and runs the command as `cetql.cli.main` would
+— only if the plan runs in process (`--engine`, `physical.engine`): a plan
+for Spark comes back undone (`NOT_HERE`) and runs here as usual (on the
+serve's Spark Connect server, unless --no-serve).  Ctrl-C and SIGTERM here
+are passed on to the child; if this process dies, the child is stopped.
+
+Not handed over: other commands, `--no-serve`, `--master`, `--remote`,
+`SPARK_REMOTE`, `--stream`, `--help`, a query read from standard input
+(`-`: a plan for Spark would come back with the query read).  Standard library only: this module
+runs before anything else of cetql is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+NOT_HERE = 254  # the child's exit status for "this plan runs on Spark": nothing was said or written
+_SPARK_FLAGS = ("--no-serve", "--master", "--remote", "--stream", "--help", "-h")
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    status = handed_over(argv) if _may_hand_over(argv) else None
+    if status is not None:
+        return status
+    from .cli import main as cli_main
+
+    return cli_main(argv)
+
+
+def _may_hand_over(argv: list[str]) -> bool:
+    if not argv or argv[0] != "run" or os.environ.get("SPARK_REMOTE"):
+        return False
+    if "-" in argv:  # standard input: read once, by the process that runs the query
+        return False
+    return not any(a == f or a.startswith(f + "=") for a in argv for f in _SPARK_FLAGS)
+
+
+def runner_socket() -> Path | None:
+    """The socket of the latest running serve of this Python and cetql that
+    takes runs, else None (what `serve.running` checks, without its imports)."""
+    from . import __version__
+
+    from .session import cache_dir  # the standard library and cetql's errors only
+
+    runtime = os.environ.get("XDG_RUNTIME_DIR")  # as `serve.state_dir`
+    folder = Path(runtime) / "cetql" if runtime and Path(runtime).is_dir() else cache_dir() / "serve"
+    me = {"python": os.path.realpath(sys.executable), "cetql": str(Path(__file__).resolve().parent),
+          "version": __version__}  # fmt: skip
+    found = []
+    try:
+        files = list(folder.glob("serve-*.json"))
+    except OSError:
+        return None
+    for f in files:
+        try:
+            state = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(state, dict) or not state.get("runner") or any(state.get(k) != v for k, v in me.items()):
+            continue
+        found.append((float(state.get("started", 0)), state["runner"]))
+    return Path(max(found)[1]) if found else None
+
+
+def handed_over(argv: list[str]) -> int | None:
+    """The exit status of the run as the serve's child ran it, or None when
+    it did not (no serve, it refused, or the plan runs on Spark)."""
+    path = runner_socket()
+    if path is None:
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(path))
+        request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+        fds = [sys.stdin.fileno(), sys.stdout.fileno(), sys.stderr.fileno()]
+        socket.send_fds(conn, [len(request).to_bytes(8, "big") + request], fds)
+    except (OSError, ValueError):  # gone, or no standard streams to pass
+        conn.close()
+        return None
+    previous = {}
+
+    def forward(signum, _frame):
+        try:
+            conn.sendall(b"I" if signum == signal.SIGINT else b"T")
+        except OSError:
+            pass
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, forward)
+    try:
+        reply = b""
+        while not reply.endswith(b"\n"):
+            chunk = conn.recv(64)
+            if not chunk:
+                break
+            reply += chunk
+        return _status(reply)
+    except OSError:
+        return _status(b"")
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        conn.close()
+
+
+def _status(reply: bytes) -> int | None:
+    """The run's exit status from the serve's reply; a reply cut short (the
+    serve stopped after it took the run) is a failed run, never run twice."""
+    try:
+        status = int(json.loads(reply)["status"])
+    except (ValueError, KeyError, TypeError):
+        print("error: cetql serve stopped while it ran the query; run it again (--no-serve: in this process)",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    return None if status == NOT_HERE else status
