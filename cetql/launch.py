@@ -35,7 +35,7 @@ def main() -> int:
     status = handed_over(argv) if _may_hand_over(argv) else None
     if status is not None:
         return status
-    from .cli import main as cli_main
+    from .cli import main as cli_main  # the compiler: only once no serve took the run
 
     return cli_main(argv)
 
@@ -51,8 +51,7 @@ def _may_hand_over(argv: list[str]) -> bool:
 def runner_socket() -> Path | None:
     """The socket of the latest running serve of this Python and cetql that
     takes runs, else None (what `serve.running` checks, without its imports)."""
-    from . import __version__
-
+    from . import __version__  # the package itself: light (it loads no Spark)
     from .session import cache_dir  # the standard library and cetql's errors only
 
     runtime = os.environ.get("XDG_RUNTIME_DIR")  # as `serve.state_dir`

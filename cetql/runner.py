@@ -24,6 +24,7 @@ import socket
 import sys
 import tempfile
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from .launch import NOT_HERE
@@ -131,7 +132,7 @@ def _child(request: dict, fds: list[int]) -> None:
     code = 1
     try:
         os.setsid()
-        from .serve import _die_with_parent
+        from .serve import _die_with_parent  # serve imports this module
 
         _die_with_parent()
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -145,7 +146,7 @@ def _child(request: dict, fds: list[int]) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request.get("env") or {})
-        from .cli import main
+        from .cli import main  # cli imports launch; loaded already by the warm-up
 
         code = main(list(request["argv"]), only_in_process=True)
     except SystemExit as e:
@@ -164,13 +165,14 @@ def warm_up() -> None:
     """Load what a run in process needs — the compiler, the in-process
     engine and the kernels' compiled loops — by running a detection and an
     aggregation on a few thousand generated events."""
+    # what a run in process loads, loaded here once
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .cli import known_inputs
-    from .options import Engine, RunOptions, Sink
-    from .planner.local.compiler import run
-    from .query import compile
+    from .cli import known_inputs  # loaded on purpose: the warm-up
+    from .options import Engine, RunOptions, Sink  # loaded on purpose: the warm-up
+    from .planner.local.compiler import run  # loaded on purpose: the warm-up
+    from .query import compile  # loaded on purpose: the warm-up
 
     n = 8192
     table = pa.table({"ts": pa.array(range(n), pa.int64()), "id": pa.array(range(n), pa.int64()),
@@ -184,10 +186,8 @@ def warm_up() -> None:
         pq.write_table(table, path)
         inputs = known_inputs(str(path), {}, "ts")
         for text, options in queries:
-            opts = RunOptions.of(engine=Engine.AUTO, **options)
-            from dataclasses import replace
-
-            plan = compile(text, {}, options=replace(opts, sink=Sink.PARQUET), inputs=inputs).plan
+            opts = replace(RunOptions.of(engine=Engine.AUTO, **options), sink=Sink.PARQUET)
+            plan = compile(text, {}, options=opts, inputs=inputs).plan
             for _ in run(plan).batches:
                 pass
 

@@ -236,7 +236,7 @@ def _me() -> dict:
 def _runner(port: int):
     """The runner of runs in process (`cetql.runner`), or None where its
     socket cannot be made (runs then go to the Spark Connect server)."""
-    from .runner import Runner
+    from .runner import Runner  # the compiler and the kernels, for the serve's process alone
 
     try:
         folder = state_dir()
