@@ -29,14 +29,16 @@ Cases (`--cases`, default D1,A1):
   symbol's events).
 - A10: A1's query and data at WITHIN 10,000 SLIDE 5,000 on 100k events.
 
-Times are whole-process wall seconds, medians of `--repeats` runs, the
-three taking turns: cetql cold (`cetql run … --output DIR --format parquet
---no-serve`: Python, Spark's start, planning, the jobs, writing), cetql
-warm (the same command while a `cetql serve` runs on this machine, which
-the command finds and sends its query to: the server's start is not in it,
-the client's whole process is; the server ran the query once before), the
-peer (its JVM's start, reading its text input with its own parser, every
-window).  The peer runs under each of a few JVM settings (PEER_JVM) and the
+Times are whole-process wall seconds, medians of `--repeats` runs, all
+taking turns: cetql cold (`cetql run … --output DIR --format parquet
+--no-serve`, which the plan runs in process: Python, planning, reading,
+the kernels, writing), cetql warm (the same command while a `cetql serve`
+runs on this machine: the command hands it to the serve's warm process;
+the server's start is not in it, the client's whole process is; the
+server ran the query once before), the same two on Spark (`--engine
+spark`: Spark's start and jobs; warm on the serve's Spark Connect
+server), the peer (its JVM's start, reading its text input with its own
+parser, every window).  Then the D1 command on its first 100 events.  The peer runs under each of a few JVM settings (PEER_JVM) and the
 fastest median is the one compared.  The section "## Against the papers'
 Java implementations" of bench/RESULTS.md is replaced.
 """
@@ -217,6 +219,26 @@ def peer_commands(case: dict, reconcile: bool) -> dict[str, list[str]]:
 
 RECONCILE = ("its own pool of 2, a window at a time, defaults", "one thread, defaults")
 
+# cetql's runs: in process (the default for these Parquet-to-Parquet runs; warm: handed to the serve's process)
+# and on Spark (`--engine spark`; warm: on the serve's Spark Connect server)
+OURS = ("cold", "warm", "spark cold", "spark warm")
+
+
+def small_run(case: dict, env: dict, tmp: Path, repeats: int) -> dict[str, float]:
+    """The D1 command on its first 100 events, cold and warm (medians)."""
+    data, qfile = tmp / "F.parquet", tmp / "F.cet"
+    pq.write_table(pq.read_table(case["data"]).slice(0, 100), data)
+    qfile.write_text(case["query"])
+    run = [sys.executable, "-m", "cetql", "run", str(qfile), "--input", str(data), "--id-col", "id", "--format",
+           "parquet", "--max-trends", "0", "--output"]  # fmt: skip
+    got: dict[str, list[float]] = {"cold": [], "warm": [], "spark cold": []}
+    for _ in range(repeats):
+        for how in got:
+            shutil.rmtree(tmp / "F-out", ignore_errors=True)
+            flags = (["--no-serve"] if how.endswith("cold") else []) + (["--engine", "spark"] if "spark" in how else [])
+            got[how].append(timed([*run, str(tmp / "F-out"), *flags], env, tmp)[0])
+    return {k: statistics.median(v) for k, v in got.items()}
+
 
 def measure(case: dict, repeats: int, env: dict, tmp: Path, load: list, serve_pid: int, reconcile: bool = False) -> dict:
     aggregate = case["exact"] is not None
@@ -224,7 +246,7 @@ def measure(case: dict, repeats: int, env: dict, tmp: Path, load: list, serve_pi
            "parquet", "--max-trends", "0"]  # fmt: skip
     run += ["--exact", case["exact"]] if aggregate else ["--id-col", "id"]
     commands = peer_commands(case, reconcile)
-    times: dict[str, list[float]] = {"cold": [], "warm": [], **{k: [] for k in commands}}
+    times: dict[str, list[float]] = {k: [] for k in (*OURS, *commands)}
     reading: dict[str, list[float]] = {k: [] for k in commands}
     cpus: dict[str, list[float]] = {k: [] for k in times}
     out = tmp / "out"
@@ -232,22 +254,24 @@ def measure(case: dict, repeats: int, env: dict, tmp: Path, load: list, serve_pi
     def ours(how: str) -> tuple[float, float]:
         shutil.rmtree(out, ignore_errors=True)
         server = tree_cpu(serve_pid)
-        secs, cpu, err = cpu_run([*run, "--output", str(out), *(["--no-serve"] if how == "cold" else [])], env,
-                                 str(tmp))  # fmt: skip
-        if how == "warm":  # the client's and what the server spent meanwhile
+        flags = (["--no-serve"] if how.endswith("cold") else []) + (["--engine", "spark"] if "spark" in how else [])
+        secs, cpu, err = cpu_run([*run, "--output", str(out), *flags], env, str(tmp))
+        if how.endswith("warm"):  # the client's and what the server spent meanwhile
             cpu += tree_cpu(serve_pid) - server
-            if "using cetql serve at" not in err:
-                raise SystemExit(f"the warm run did not use the running cetql serve: {err[-500:]}")
+            said = "using cetql serve at" if "spark" in how else "using cetql serve's warm process"
+            if said not in err:
+                raise SystemExit(f"the {how} run did not use the running cetql serve: {err[-500:]}")
         got = cetql_total(out, aggregate)
         if case["expected"] is not None and got != case["expected"]:
             raise SystemExit(f"{case['name']}: cetql {got} against the independent count {case['expected']}")
         case["expected"] = got
         return secs, cpu
 
-    ours("warm")  # the server's first run of this query, not timed
+    ours("warm")  # the server's first runs of this query, not timed
+    ours("spark warm")
     for i in range(repeats):
-        steps = ["cold", "warm", "peer"]
-        for step in steps[i % 3 :] + steps[: i % 3]:
+        steps = [*OURS, "peer"]
+        for step in steps[i % len(steps) :] + steps[: i % len(steps)]:
             if step != "peer":
                 secs, cpu = ours(step)
                 times[step].append(secs)
@@ -263,7 +287,7 @@ def measure(case: dict, repeats: int, env: dict, tmp: Path, load: list, serve_pi
                 times[jvm].append(secs)
                 reading[jvm].append(peer_reading(said))
                 load.append(os.getloadavg()[0])
-        print(f"{case['name']}: cold {times['cold'][-1]:.1f} s, warm {times['warm'][-1]:.1f} s, {case['peer_name']} "
+        print(f"{case['name']}: " + ", ".join(f"{k} {times[k][-1]:.1f} s" for k in OURS) + f", {case['peer_name']} "
               + ", ".join(f"{k} {times[k][-1]:.1f} s" for k in commands), flush=True)  # fmt: skip
     med = {k: statistics.median(v) for k, v in times.items()}
     best = min(PEER_JVM, key=lambda k: med[k])  # the first driver's ways are shown, never compared
@@ -295,18 +319,20 @@ def main() -> None:
         todo = cases(a.cases.split(","), tmp, abi_cp, greta_cp, threads, a.scale)
         first = todo[0]  # a first run writes the class archive that every later cold run maps
         timed([sys.executable, "-m", "cetql", "run", str(first["qfile"]), "--input", str(first["data"]), "--format",
-               "parquet", "--no-serve", "--output", str(tmp / "first"), "--max-trends", "0"], env, tmp)  # fmt: skip
+               "parquet", "--no-serve", "--engine", "spark", "--output", str(tmp / "first"), "--max-trends", "0"], env,
+              tmp)  # fmt: skip
         wait_for_archive(tmp / "cache")
         server, up = start_serve(env, tmp)
         try:
             for case in todo:
                 results.append((case, measure(case, a.repeats, env, tmp, load, server.pid, a.reconcile)))
+            small = small_run(next((c for c in todo if c["name"] == "D1"), todo[0]), env, tmp, a.repeats)
         finally:
             stop_serve(server)
-    write_section(a, results, up, load, threads)
+    write_section(a, results, up, load, threads, small)
 
 
-def write_section(a, results, up: float, load: list, threads: str) -> None:
+def write_section(a, results, up: float, load: list, threads: str, small: dict[str, float]) -> None:
     lines = [
         SECTION,
         "",
@@ -315,36 +341,40 @@ def write_section(a, results, up: float, load: list, threads: str) -> None:
         f"docstring says how the peers are built and driven). Whole-process wall seconds, medians of {a.repeats} runs "
         "taking turns; every run's output checked equal to the peer's (the number of CETs; for COUNT(*), the exact sum "
         "of every (window, id) count, also checked against bench/aggregate.py's independent counts). cetql cold: `cetql "
-        "run … --output DIR --format parquet --no-serve` (Spark's start included, every CET written); warm: the same "
-        f"command while a `cetql serve` runs (its start, {up:.0f} s, once, not included). The peers run every window "
-        f"on {threads} threads, read their own text format with their own parsers (the reading column) and only "
-        "count; the fastest of their JVM settings is compared (all medians below).",
+        "run … --output DIR --format parquet --no-serve`, every CET written, which runs in process (no Spark: the "
+        "plan's engine for local Parquet written as Parquet); warm: the same command while a `cetql serve` runs "
+        f"(its start, {up:.0f} s, once, not included), handed whole to the serve's warm process. Spark cold and "
+        "warm: the same with `--engine spark` (Spark's start included; warm: on the serve's Spark Connect server). "
+        f"The peers run every window on {threads} threads, read their own text format with their own parsers (the "
+        "reading column) and only count; the fastest of their JVM settings is compared (all medians below).",
         "",
-        "| case | query | events | output | peer, JVM | cetql cold s | cetql warm s | peer s | peer reading s "
-        "| cold / peer | warm / peer |",
-        "| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| case | query | events | output | peer, JVM | cetql cold s | cetql warm s | Spark cold s | Spark warm s "
+        "| peer s | peer reading s | cold / peer | warm / peer | Spark cold / peer | Spark warm / peer |",
+        "| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for case, m in results:
         out = case["expected"]
         shown = f"{out:,} CETs" if case["exact"] is None else f"{len(str(out))}-digit total"
         med, peer = m["med"], m["med"][m["best"]]
         lines.append(f"| {case['name']} | `{case['query']}` | {case['events']:,} | {shown} | {case['peer_name']}, "
-                     f"{m['best']} | {med['cold']:.1f} | {med['warm']:.1f} | {peer:.1f} | {m['reading']:.1f} | "
-                     f"{med['cold'] / peer:.2f} | {med['warm'] / peer:.2f} |")  # fmt: skip
+                     f"{m['best']} | " + " | ".join(f"{med[k]:.1f}" for k in OURS) + f" | {peer:.1f} | "
+                     f"{m['reading']:.1f} | " + " | ".join(f"{med[k] / peer:.2f}" for k in OURS) + " |")  # fmt: skip
+    lines += ["", f"The D1 command on its first 100 events (medians of {a.repeats}): cold {small['cold']:.2f} s, "
+              f"warm {small['warm']:.2f} s, Spark cold {small['spark cold']:.2f} s."]  # fmt: skip
     lines += ["", "CPU seconds of the same runs (medians; cetql: its process tree sampled every 0.25 s, warm: the "
               "client's and the server's meanwhile; the peer: its JVM, exactly), which a busy machine moves less "
-              "than wall time:", "", "| case | cetql cold CPU s | cetql warm CPU s | peer CPU s | cold / peer | "
-              "warm / peer |", "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+              "than wall time:", "", "| case | " + " | ".join(f"cetql {k} CPU s" for k in OURS) + " | peer CPU s | "
+              + " | ".join(f"{k} / peer" for k in OURS) + " |", "| --- |" + " ---: |" * (2 * len(OURS) + 1)]  # fmt: skip
     for case, m in results:
         cpu, peer = m["cpu"], m["cpu"][m["best"]]
-        lines.append(f"| {case['name']} | {cpu['cold']:.1f} | {cpu['warm']:.1f} | {peer:.1f} | "
-                     f"{cpu['cold'] / peer:.2f} | {cpu['warm'] / peer:.2f} |")  # fmt: skip
+        lines.append(f"| {case['name']} | " + " | ".join(f"{cpu[k]:.1f}" for k in OURS) + f" | {peer:.1f} | "
+                     + " | ".join(f"{cpu[k] / peer:.2f}" for k in OURS) + " |")  # fmt: skip
     lines += ["", "Every run, seconds (the peer under each JVM setting):", "",
-              "| case | " + " | ".join(["cetql cold", "cetql warm", *PEER_JVM]) + " |",
-              "| --- |" + " --- |" * (2 + len(PEER_JVM))]  # fmt: skip
+              "| case | " + " | ".join([*(f"cetql {k}" for k in OURS), *PEER_JVM]) + " |",
+              "| --- |" + " --- |" * (len(OURS) + len(PEER_JVM))]  # fmt: skip
     for case, m in results:
         lines.append(f"| {case['name']} | " + " | ".join(", ".join(f"{x:.1f}" for x in m["runs"][k])
-                                                           for k in ["cold", "warm", *PEER_JVM]) + " |")  # fmt: skip
+                                                           for k in [*OURS, *PEER_JVM]) + " |")  # fmt: skip
     steps = [(case, m) for case, m in results if RECONCILE[0] in m["med"]]
     for case, m in steps:
         best = m["best"]

@@ -194,12 +194,22 @@ def test_explain_names_the_engine(tmp_path, capsys):
     assert "Engine     spark — default: ids from input order are Spark's own" in capsys.readouterr().out
 
 
-def test_the_same_files_as_the_spark_engine(tmp_path, spark):
-    """The README's example as Parquet, run by both engines: equal rows,
-    equal types (the Spark engine in this test's session)."""
+@pytest.mark.parametrize("time", ["bigint", "timestamp[ms, tz=America/New_York]", "timestamp[s] without a zone"])
+def test_the_same_files_as_the_spark_engine(tmp_path, spark, time):
+    """The README's example as Parquet (its time column as whole numbers,
+    and as timestamps of other units, with and without a zone), run by both
+    engines: equal rows, equal types (the Spark engine in this test's session)."""
+    import pyarrow.csv as pcsv
+
     examples = Path(__file__).parent.parent / "examples"
-    checks = spark.read.option("header", True).option("inferSchema", True).csv(str(examples / "data" / "checks.csv"))
-    checks.write.parquet(str(tmp_path / "checks"))
+    checks = pcsv.read_csv(examples / "data" / "checks.csv")
+    if time != "bigint":
+        unit, zone = ("ms", "America/New_York") if "ms" in time else ("s", None)
+        scale = 1000 if unit == "ms" else 1
+        stamps = pa.array([t * scale + 1_700_000_000 * scale for t in checks.column("ts").to_pylist()], pa.int64())
+        checks = checks.set_column(0, "ts", stamps.cast(pa.timestamp(unit, tz=zone)))
+    (tmp_path / "checks").mkdir()
+    pq.write_table(checks, tmp_path / "checks" / "part-0.parquet")
     query = str(examples / "kiting.cet")
     both = {}
     for engine in ("local", "spark"):

@@ -4,6 +4,7 @@ small generated data.  Properties only: no expected counts."""
 
 import json
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,7 +17,7 @@ from cetql import gen, runtime
 from cetql.arguments import parse_params
 from cetql.cli import main
 from cetql.errors import UsageError
-from cetql.options import RunOptions
+from cetql.options import Engine, RunOptions, Sink
 from cetql.planner.kernels import process
 from cetql.planner.physical.data import from_data, to_data
 from cetql.planner.physical.kernel import kernel_spec
@@ -287,11 +288,15 @@ def test_example_query_runs_on_generated_data(example_results, name):
     assert positive > 0, f"{name}: every trend is empty or every aggregate is zero"
 
 
-def _plan_data(plan) -> dict:
+def _plan_data(plan, engine: bool = False) -> dict:
     """A physical plan as `--explain --format json` prints it, without the
-    facts it says it assumed."""
+    facts it says it assumed, and (unless `engine`) without its engine: the
+    command line's plan is for `cetql run --output DIR`, the Python API's
+    and the REPL's for a DataFrame (checked apart)."""
     data = dict(to_data(plan) if not isinstance(plan, dict) else plan)
     data.pop("assumed")
+    if not engine:
+        data.pop("engine")
     return data
 
 
@@ -322,7 +327,8 @@ def test_every_surface_prints_the_plan_that_runs(spark, generated, capsys, monke
     args += [x for t, f in folders.items() for x in ("--input", f if t is None else f"{t}={f}")]
     args += [x for k, v in params.items() for x in ("--param", f"{k}={v}")]
     assert main(args) == 0
-    printed = _plan_data(json.loads(capsys.readouterr().out)["physical"])
+    physical = json.loads(capsys.readouterr().out)["physical"]
+    printed = _plan_data(physical)
 
     params = parse_params([f"{k}={v}" for k, v in params.items()])  # as the command line read them
     data = folders[None] if None in folders else folders
@@ -333,7 +339,10 @@ def test_every_surface_prints_the_plan_that_runs(spark, generated, capsys, monke
 
     known = runtime.describe_paths(folders, "ts")
     api = cetql.compile(text, params, inputs=known, resources=resources, id_col=gen.id_col(scenario))
-    assert _plan_data(api.plan) == printed
+    assert _plan_data(api.plan) == printed and api.plan.engine.reason == "the result is a Spark DataFrame"
+    as_run = replace(RunOptions.of(id_col=gen.id_col(scenario)), engine=Engine.AUTO, sink=Sink.PARQUET)
+    run = cetql.compile(text, params, inputs=known, resources=resources, options=as_run)  # `cetql run --output DIR`
+    assert _plan_data(run.plan, engine=True) == _plan_data(physical, engine=True)
     shell = Shell(options=RunOptions.of(id_col=gen.id_col(scenario)), params=dict(params), _spark=spark,
                   data=folders.get(None), typed={t: f for t, f in folders.items() if t is not None})  # fmt: skip
     assert _plan_data(shell.compiled(text).plan) == printed

@@ -110,13 +110,9 @@ def read(plan: PhysicalPlan) -> list[pa.Table]:
 
 
 def _time(cast: TimeCast, col) -> pa.Array:
-    if cast == TimeCast.MICROS:
-        unit = col.type.unit
-        as_int = pc.cast(col, pa.int64()) if unit == "us" else None
-        if as_int is None:
-            scale = {"s": 1_000_000, "ms": 1_000}[unit]
-            as_int = _checked_multiply(pc.cast(pc.cast(col, pa.timestamp(unit)), pa.int64()), scale)
-        return as_int
+    if cast == TimeCast.MICROS:  # the instant's count of its own unit (UTC), in microseconds
+        raw = pc.cast(col, pa.int64())
+        return raw if col.type.unit == "us" else _checked_multiply(raw, {"s": 1_000_000, "ms": 1_000}[col.type.unit])
     if cast == TimeCast.NUMBER:
         return pc.cast(col, pa.int64())
     raise TypeError(f"the in-process engine does not read times by {cast}")
