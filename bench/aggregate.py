@@ -34,6 +34,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+# What this script measures runs on Spark: cetql run would otherwise run small local Parquet-to-Parquet
+# jobs in process (--engine auto); a baseline cetql without engines ignores it.
+os.environ.setdefault("CETQL_ENGINE", "spark")
+
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 from results import replace_section  # noqa: E402

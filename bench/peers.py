@@ -313,7 +313,7 @@ def main() -> None:
         tmp = Path(tmp)
         abi_cp, greta_cp = build(a.abi_src, a.greta_src, tmp / "classes")
         # the runs' own cache and runtime folders: the serve they find is this one
-        env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "CETQL_JVM_OPTIONS")}
+        env = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", "CETQL_JVM_OPTIONS", "CETQL_ENGINE")}
         (tmp / "runtime").mkdir()
         env.update(XDG_RUNTIME_DIR=str(tmp / "runtime"), CETQL_CACHE_DIR=str(tmp / "cache"))
         todo = cases(a.cases.split(","), tmp, abi_cp, greta_cp, threads, a.scale)

@@ -52,6 +52,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+# What this script measures runs on Spark: cetql run would otherwise run small local Parquet-to-Parquet
+# jobs in process (--engine auto); a baseline cetql without engines ignores it.
+os.environ.setdefault("CETQL_ENGINE", "spark")
+
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))

@@ -79,7 +79,9 @@ def _engine(args) -> str:
     --remote, --partitions) is Spark's."""
     if not hasattr(args, "engine"):
         return None
-    engine = args.engine or "auto"
+    engine = args.engine or os.environ.get("CETQL_ENGINE") or "auto"
+    if engine not in ("auto", "local", "spark"):
+        raise UsageError(f"CETQL_ENGINE={engine!r}: expected auto, local or spark")
     spark_flags = [f for f in ("master", "remote", "partitions") if getattr(args, f, None) is not None]
     if os.environ.get("SPARK_REMOTE") and "remote" not in spark_flags:
         spark_flags.append("remote")
@@ -370,9 +372,9 @@ def _common(p) -> None:
     p.add_argument("--kernel", choices=["index", "scan"],
                    help="aggregation: the attribute index (default) or GRETA's O(n^2) predecessor scan, to compare")
     p.add_argument("--engine", choices=["auto", "local", "spark"],
-                   help="where it runs: auto (default) runs a result written as Parquet files in this process, "
-                        "without Spark, where the plan can (small local Parquet inputs: --explain says why or why "
-                        "not); local insists; spark always starts Spark")  # fmt: skip
+                   help="where it runs: auto (default; also CETQL_ENGINE) runs a result written as Parquet files in "
+                        "this process, without Spark, where the plan can (small local Parquet inputs: --explain says "
+                        "why or why not); local insists; spark always starts Spark")  # fmt: skip
     p.add_argument("--drop-invalid", action="store_true",
                    help="drop rows with a null/NaN/infinite time or an unreadable value instead of failing (counted)")
 

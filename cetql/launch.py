@@ -12,7 +12,7 @@ serve's Spark Connect server, unless --no-serve).  Ctrl-C and SIGTERM here
 are passed on to the child; if this process dies, the child is stopped.
 
 Not handed over: other commands, `--no-serve`, `--master`, `--remote`,
-`SPARK_REMOTE`, `--stream`, `--help`, a query read from standard input
+`SPARK_REMOTE`, `CETQL_ENGINE=spark`, `--stream`, `--help`, a query read from standard input
 (`-`: a plan for Spark would come back with the query read).  Standard library only: this module
 runs before anything else of cetql is imported.
 """
@@ -41,7 +41,7 @@ def main() -> int:
 
 
 def _may_hand_over(argv: list[str]) -> bool:
-    if not argv or argv[0] != "run" or os.environ.get("SPARK_REMOTE"):
+    if not argv or argv[0] != "run" or os.environ.get("SPARK_REMOTE") or os.environ.get("CETQL_ENGINE") == "spark":
         return False
     if "-" in argv:  # standard input: read once, by the process that runs the query
         return False
