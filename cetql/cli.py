@@ -29,7 +29,7 @@ from . import __version__, draw, gen, repl, serve, streaming
 from .arguments import parse_inputs, parse_params, read_query
 from .errors import CetqlError, QueryError, QuerySyntaxError, SchemaError, UsageError
 from .explain import explain_data, explain_text, summary_text
-from .failures import describe
+from .failures import JobFailed, describe
 from .launch import NOT_HERE
 from .options import Engine, OutputFormat, OutputMode, RunOptions, Sink
 from .output import resolve_output, write, write_batches
@@ -234,8 +234,18 @@ def run_in_process(plan, target, args) -> int:
         print(f"using cetql serve's warm process (pid {os.getppid()}); --no-serve runs it in this one",
               file=sys.stderr)  # fmt: skip
     started = time.monotonic()
-    result = run(plan)
-    rows = write_batches(result.schema, result.batches, target)
+    try:
+        result = run(plan)
+        rows = write_batches(result.schema, result.batches, target)
+    except (CetqlError, KeyboardInterrupt, BrokenPipeError):
+        raise
+    except OSError as e:  # a full disk, a file gone: what the system said, and where
+        raise JobFailed(f"the run failed: {e}") from None
+    except Exception as e:  # noqa: BLE001 - a file pyarrow cannot read, else a bug: one line either way
+        if type(e).__module__.startswith("pyarrow"):
+            raise JobFailed(f"the run failed reading or writing Parquet: {str(e).strip().splitlines()[0][:400]}") \
+                from None  # fmt: skip
+        raise describe(e) from None
     noun = "trends" if plan.kind == "detection" else "rows"
     if rows is None:
         print(f"'{args.output}' exists; nothing written (--mode ignore)")
@@ -289,6 +299,8 @@ def _forget_session() -> None:
 
 def cmd_stream(args, text: str, options: RunOptions, params: dict, data, typed: dict) -> int:
     """`run --stream`: each window written (or printed) once, when the watermark passes it."""
+    if args.only_in_process:
+        return NOT_HERE
     fmt, checkpoint = streaming.check_stream_args(args)
     known = as_stream(known_inputs(data, typed, options.time_col), args.watermark)
     compiled = compile(text, params, options=options, inputs=known, strict_params=True)

@@ -43,9 +43,28 @@ def main() -> int:
 def _may_hand_over(argv: list[str]) -> bool:
     if not argv or argv[0] != "run" or os.environ.get("SPARK_REMOTE") or os.environ.get("CETQL_ENGINE") == "spark":
         return False
-    if "-" in argv:  # standard input: read once, by the process that runs the query
+    if any(s is None for s in (sys.stdin, sys.stdout, sys.stderr)):  # a closed standard stream: nothing to pass
         return False
-    return not any(a == f or a.startswith(f + "=") for a in argv for f in _SPARK_FLAGS)
+    for a in argv[1:]:
+        name = a.split("=", 1)[0]
+        if a == "-h":
+            return False
+        if len(name) > 2 and name.startswith("--") and any(f.startswith(name) for f in _SPARK_FLAGS):
+            return False  # the flag, or an abbreviation argparse reads as it
+        if a == "-" or a.startswith(("/dev/", "/proc/")) or _special(a):
+            return False  # read once (standard input, a pipe), or only this process's (/dev/fd/N)
+    return True
+
+
+def _special(path: str) -> bool:
+    """A path that names something other than a file or a folder (a pipe, a device)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    import stat
+
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def runner_socket() -> Path | None:
@@ -83,7 +102,9 @@ def handed_over(argv: list[str]) -> int | None:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(str(path))
-        request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+        mask = os.umask(0o022)
+        os.umask(mask)
+        request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask}).encode()
         fds = [sys.stdin.fileno(), sys.stdout.fileno(), sys.stderr.fileno()]
         socket.send_fds(conn, [len(request).to_bytes(8, "big") + request], fds)
     except (OSError, ValueError):  # gone, or no standard streams to pass
@@ -98,7 +119,8 @@ def handed_over(argv: list[str]) -> int | None:
             pass
 
     for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.signal(sig, forward)
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # ignored here (a background job): not passed on either
+            previous[sig] = signal.signal(sig, forward)
     try:
         reply = b""
         while not reply.endswith(b"\n"):

@@ -734,7 +734,8 @@ def write_batches(schema, batches, target: Target) -> int | None:
         stage.path.mkdir()
         part = stage.path / f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
         spark_schema = {b"org.apache.spark.sql.parquet.row.metadata": json.dumps(spark_json(schema)).encode()}
-        with pq.ParquetWriter(part, schema.with_metadata(spark_schema), compression="snappy") as out:
+        with pq.ParquetWriter(part, schema.with_metadata(spark_schema), compression="snappy",
+                              use_deprecated_int96_timestamps=True) as out:  # as Spark writes timestamps by default
             for batch in batches:
                 if batch.num_rows:
                     out.write_batch(batch)

@@ -24,6 +24,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -49,14 +50,19 @@ class Runner:
         threading.Thread(target=self._warm, daemon=True, name="cetql-warm").start()
         threading.Thread(target=self._accept, daemon=True, name="cetql-runner").start()
 
-    def close(self) -> None:
-        """Take no more runs; stop the running ones."""
+    def close(self, wait: float = 10.0) -> None:
+        """Take no more runs; stop the running ones, and give them `wait`
+        seconds to remove what they staged before the serve ends (its end
+        kills them)."""
         with contextlib.suppress(OSError):
             self.sock.close()
         self.path.unlink(missing_ok=True)
         for pid in list(self.children):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + wait
+        while self.children and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def _warm(self) -> None:
         try:
@@ -102,8 +108,9 @@ class Runner:
             self.children.add(pid)
             done = threading.Event()
             threading.Thread(target=_relay, args=(conn, pid, done), daemon=True).start()
-            _, status = os.waitpid(pid, 0)
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)  # ended, not reaped: its pid is not reused yet
             done.set()
+            _, status = os.waitpid(pid, 0)
             self.children.discard(pid)
             code = os.waitstatus_to_exitcode(status)
             with contextlib.suppress(OSError):
@@ -139,7 +146,8 @@ def _child(request: dict, fds: list[int]) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         for target, fd in zip((0, 1, 2), fds):
             os.dup2(fd, target)
-            os.close(fd)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # the serve's files, other clients' streams: not this run's
+        os.umask(int(request.get("umask", 0o022)))
         sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - the process's own streams
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False, buffering=1 if os.isatty(1) else -1)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False, buffering=1)  # noqa: SIM115
@@ -151,8 +159,11 @@ def _child(request: dict, fds: list[int]) -> None:
         code = main(list(request["argv"]), only_in_process=True)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
-    except BaseException:  # noqa: BLE001 - the child ends here, whatever happened
+    except BaseException as e:  # noqa: BLE001 - the child ends here, whatever happened
         code = 1
+        with contextlib.suppress(Exception):
+            print(f"error: cetql serve's process failed to run the command ({type(e).__name__}: {e}); "
+                  "--no-serve runs it in this one", file=sys.stderr)  # fmt: skip
     finally:
         with contextlib.suppress(Exception):
             sys.stdout.flush()

@@ -134,7 +134,7 @@ KITE = "PATTERN E+ e[] WHERE e[i].x > e[i-1].x WITHIN 10"
 def test_what_only_spark_runs_is_said_and_refused_when_insisted_on(tmp_path, table, name, options, why):
     plan = _plan(tmp_path, KITE, table, name, **options)
     assert plan.engine.engine == Engine.SPARK and why in plan.engine.reason
-    with pytest.raises(UsageError, match="--engine local cannot run this query"):
+    with pytest.raises(UsageError, match="cannot run this query"):
         _plan(tmp_path, KITE, None, name, engine=Engine.LOCAL, **options)
 
 
@@ -323,3 +323,65 @@ def _leaves_64_bits(e, rows) -> bool:
 
     walk(e)
     return bool(found)
+
+
+def test_a_null_time_in_any_typed_input_is_found(tmp_path, capsys):
+    """Typed inputs are scanned one after the other: a null time in the
+    first of two is refused (or dropped and counted) as in the last."""
+    a = pa.table({"ts": pa.array([1, None], pa.int64()), "id": pa.array([1, 2], pa.int64())})
+    b = pa.table({"ts": pa.array([3, 4], pa.int64()), "id": pa.array([3, 4], pa.int64())})
+    pq.write_table(a, tmp_path / "a.parquet")
+    pq.write_table(b, tmp_path / "b.parquet")
+    (tmp_path / "q.cet").write_text("PATTERN SEQ(A a, B b) WITHIN 10")
+    base = ["run", str(tmp_path / "q.cet"), "--input", f"A={tmp_path / 'a.parquet'}", "--input",
+            f"B={tmp_path / 'b.parquet'}", "--id-col", "id", "--engine", "local", "--output"]  # fmt: skip
+    assert main([*base, str(tmp_path / "out")]) == 1
+    assert "time column 'ts': 1 row(s) have no time" in capsys.readouterr().err
+    assert main([*base, str(tmp_path / "out"), "--drop-invalid"]) == 0
+    assert "dropped 1 input row(s)" in capsys.readouterr().err
+    assert sorted(map(tuple, pq.read_table(tmp_path / "out").column("events").to_pylist())) == [(1, 3), (1, 4)]
+
+
+@pytest.mark.parametrize("column", [pa.array([1, 2, 3], pa.int32()), pa.array([1.0, 2.0, 3.0], pa.float32())])
+def test_narrow_numbers_are_sparks(tmp_path, column):
+    """Spark's arithmetic and comparisons on 32-bit numbers are their own
+    (a float compared as a float, an int32 sum overflowing at 2^31)."""
+    plan = _plan(tmp_path, KITE, EVENTS.set_column(2, "x", column), id_col="id")
+    assert plan.engine.engine == Engine.SPARK and f"column x is {column.type}" in plan.engine.reason
+
+
+def test_windows_overflow_where_sparks_arithmetic_does(tmp_path, capsys):
+    """Near -2^63 a tumbling window's start (t - pmod(t, 10)) still fits and
+    runs; a sliding one's t - WITHIN does not, and fails."""
+    low = EVENTS.set_column(0, "ts", pa.array([-(2**63) + 10, -(2**63) + 11, -(2**63) + 12], pa.int64()))
+    assert _run(tmp_path, low, "--id-col", "id") == 0
+    starts = set(pq.read_table(tmp_path / "out").column("window_start").to_pylist())
+    assert starts == {-(2**63) + 8}
+    (tmp_path / "q.cet").write_text(KITE + " SLIDE 5")
+    assert main(["run", str(tmp_path / "q.cet"), "--input", str(tmp_path / "in.parquet"), "--output",
+                 str(tmp_path / "out2"), "--engine", "local", "--id-col", "id"]) == 1  # fmt: skip
+    assert "went past what its type holds" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "handed"),
+    [
+        (["run", "q.cet", "--input", "x.parquet", "--output", "o"], True),
+        (["run", "q.cet", "--input", "x.parquet", "--no-serve"], False),
+        (["run", "q.cet", "--input", "x.parquet", "--no-se"], False),  # argparse reads it as --no-serve
+        (["run", "q.cet", "--input", "x.parquet", "--strea"], False),
+        (["run", "q.cet", "--input", "x.parquet", "--master=local[1]"], False),
+        (["run", "-", "--input", "x.parquet"], False),
+        (["run", "/dev/stdin", "--input", "x.parquet"], False),
+        (["run", "-h"], False),
+        (["compile", "q.cet"], False),
+    ],
+)
+def test_what_is_handed_to_a_serve(argv, handed, monkeypatch):
+    from cetql import launch
+
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    monkeypatch.delenv("CETQL_ENGINE", raising=False)
+    assert launch._may_hand_over(argv) is handed
+    monkeypatch.setenv("CETQL_ENGINE", "spark")
+    assert launch._may_hand_over(argv) is False

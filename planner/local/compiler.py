@@ -63,9 +63,11 @@ def run(plan: PhysicalPlan) -> Result:
 
 def kernels(fn, table: pa.Table, window: str, workers: int | None = None) -> Iterator[pa.RecordBatch]:
     """`fn` (a kernel, as `mapInArrow` calls it) over the sorted table, cut
-    at window boundaries into one slice per core, the slices run at once in
-    threads (the compiled loops release the GIL); batches in table order."""
-    workers = workers or min(2, os.cpu_count() or 1)
+    at window boundaries into one slice per core (at most 8), the slices run
+    at once in threads (the compiled loops release the GIL); batches in
+    table order, each slice a few batches ahead at most (what the kernels
+    hold is what one task holds on Spark); a reader that stops stops them."""
+    workers = workers or min(os.cpu_count() or 1, 8)
     if workers < 2 or table.num_rows < SPLIT_FROM:
         yield from fn(iter(table.to_batches(max_chunksize=BATCH_ROWS)))
         return
@@ -76,13 +78,38 @@ def kernels(fn, table: pa.Table, window: str, workers: int | None = None) -> Ite
         if at > cuts[-1]:
             cuts.append(at)
     cuts.append(len(wk))
-    slices = [table.slice(a, z - a) for a, z in zip(cuts, cuts[1:])]
-    from concurrent.futures import ThreadPoolExecutor
+    import queue
+    import threading
 
-    with ThreadPoolExecutor(len(slices)) as pool:
-        done = [pool.submit(lambda t: list(fn(iter(t.to_batches(max_chunksize=BATCH_ROWS)))), t) for t in slices]
-        for d in done:
-            yield from d.result()
+    stop = threading.Event()
+    END = object()
+
+    def work(part: pa.Table, out: queue.Queue) -> None:
+        try:
+            for batch in fn(iter(part.to_batches(max_chunksize=BATCH_ROWS))):
+                while not stop.is_set():
+                    try:
+                        out.put(batch, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            out.put(END)
+        except BaseException as e:  # noqa: BLE001 - handed to the reader, raised there
+            out.put(e)
+
+    queues = [queue.Queue(maxsize=2) for _ in cuts[1:]]
+    for (a, z), q in zip(zip(cuts, cuts[1:]), queues):
+        threading.Thread(target=work, args=(table.slice(a, z - a), q), daemon=True).start()
+    try:
+        for q in queues:
+            while (item := q.get()) is not END:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+    finally:
+        stop.set()
 
 
 SPLIT_FROM = 100_000  # rows of the kernels' input from which they run on every core
@@ -153,7 +180,7 @@ def scan(plan: PhysicalPlan, tables: list[pa.Table]) -> tuple[pa.Table, int]:
         frames.append(table)
     out = frames[0] if len(frames) == 1 else _union(frames)
     rows = out.num_rows
-    no_time = pc.is_null(time)
+    no_time = pc.is_null(out.column(n.time))
     missing = pc.sum(no_time).as_py() or 0
     if missing and op.invalid == InvalidRows.REJECT:
         raise RowsRefused(f"time column '{op.time_col}': {missing:,} row(s) have no time (null, NaN or infinite); "
@@ -239,12 +266,32 @@ def windows(plan: PhysicalPlan, table: pa.Table) -> tuple[pa.Table, np.ndarray, 
     leaves them."""
     n, w = plan.names, plan.windows
     t = np.asarray(table.column(n.time).to_numpy(), dtype=np.int64)
-    if len(t) and (int(t.min()) - int(w.length) < INT64_MIN or (int(t.max()) // int(w.slide)) * int(w.slide)
-                   + int(w.length) > INT64_MAX):  # fmt: skip
-        raise ArithmeticOverflow(OVERFLOW)
+    if len(t):
+        _check_64_bits(int(t.min()), int(t.max()), int(w.length), int(w.slide), sliding=w.sharing is not None)
     k_hi = np.floor_divide(t, w.slide)
     k_lo = np.floor_divide(t - w.length, w.slide) + 1
     return table, k_lo, k_hi
+
+
+def _check_64_bits(t_min: int, t_max: int, length: int, slide: int, *, sliding: bool) -> None:
+    """Fail where Spark's ANSI arithmetic fails on the expressions the Spark
+    compiler spells (`floor_div(x, s)` as `(x - pmod(x, s)) div s`; the
+    bounds `k * s` and `k * s + w`): each step of the smallest and the
+    largest time (every step is monotone in the time) within 64 bits."""
+    def floor_start(x: int) -> int:  # x - pmod(x, s)
+        if not INT64_MIN <= x - x % slide <= INT64_MAX:
+            raise ArithmeticOverflow(OVERFLOW)
+        return x - x % slide
+
+    for t in (t_min, t_max):
+        starts = [floor_start(t)]  # k_hi * s
+        if sliding:
+            if not INT64_MIN <= t - length <= INT64_MAX:
+                raise ArithmeticOverflow(OVERFLOW)
+            starts.append(floor_start(t - length) + slide)  # k_lo * s
+        for start in starts:
+            if not INT64_MIN <= start + length <= INT64_MAX or not INT64_MIN <= start <= INT64_MAX:
+                raise ArithmeticOverflow(OVERFLOW)
 
 
 def _sequences(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

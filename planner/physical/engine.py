@@ -10,7 +10,7 @@ where that meaning is certain and the data is small enough for one process:
   DIR`, format parquet): a DataFrame, a printed table and CSV/JSON text are
   Spark's to make;
 - batch inputs of local Parquet files whose columns the plan reads are
-  whole numbers, doubles, text, booleans or timestamps to the microsecond
+  64-bit whole numbers, doubles, text, booleans or timestamps to the microsecond
   (with a zone, or without one in UTC), each column of one Arrow type in
   every input, at most `LOCAL_MAX_BYTES` with every window copy;
 - windows in 64-bit integers; detection by the local strategy, with an id
@@ -38,8 +38,8 @@ from ..logical import plan as L
 LOCAL_MAX_BYTES = 256 << 20  # the input's columns as Parquet encodes them uncompressed, times the windows an event is in
 
 # Arrow types (as pyarrow prints them) the in-process engine reads, by kind
-_KINDS = {"int8": "int", "int16": "int", "int32": "int", "int64": "int", "float": "float", "double": "float",
-          "string": "string", "large_string": "string", "bool": "bool"}  # fmt: skip
+# (narrower numbers are Spark's own types: its arithmetic and comparisons on them differ from 64 bits')
+_KINDS = {"int64": "int", "double": "float", "string": "string", "large_string": "string", "bool": "bool"}
 _TIMESTAMPS = ("timestamp[s", "timestamp[ms", "timestamp[us")
 
 
