@@ -29,7 +29,7 @@ from cetql.options import Engine, RunOptions, Sink
 from cetql.planner.local import compiler as local
 from cetql.printer import aggregate_to_text
 
-SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 TYPES = {"ts": pa.int64(), "id": pa.int64(), "x": pa.int64(), "g": pa.string(), "k": pa.string(), "y": pa.float64()}
 
 
@@ -280,7 +280,7 @@ def _same(a, b) -> bool:
                                              (isinstance(a, bool) ^ isinstance(b, bool)))  # fmt: skip
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
 @given(_exprs(), st.lists(ROW, min_size=1, max_size=8))
 def test_vectorised_expressions_equal_the_kernels_evaluator(e, rows):
     """`local.exprs.evaluate` (whole columns, Arrow) against `kernels.expr`
