@@ -1,7 +1,7 @@
 """The `cetql` command.
 
     cetql compile QUERY [--explain] …      check a query and show its plan (no Spark)
-    cetql run QUERY --input … [--output …]  run it on Spark
+    cetql run QUERY --input … [--output …]  run it (on Spark, or in process: --engine)
     cetql repl [--input …]                 an interactive shell on one warm session
     cetql gen SCENARIO --events N -o PATH  example data
     cetql draw QUERY --input … -o FILE     the relevance graph of one window
@@ -408,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--watermark", metavar="DELAY", help="with --stream: the watermark's delay, as for run")
     c.set_defaults(func=cmd_compile)
 
-    r = sub.add_parser("run", help="run a query on Spark")
+    r = sub.add_parser("run", help="run a query (on Spark, or in this process where the plan can: --engine)")
     _common(r)
     r.add_argument("--input", action="append", required=True, metavar="[TYPE=]PATH",
                    help="CSV (with a header), Parquet or JSON-lines file or folder, or a table/view name; "

@@ -194,7 +194,7 @@ def test_explain_names_the_engine(tmp_path, capsys):
     assert "Engine     spark — default: ids from input order are Spark's own" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("time", ["bigint", "timestamp[ms, tz=America/New_York]", "timestamp[s] without a zone"])
+@pytest.mark.parametrize("time", ["bigint", "timestamp[ms, tz=America/New_York]"])
 def test_the_same_files_as_the_spark_engine(tmp_path, spark, time):
     """The README's example as Parquet (its time column as whole numbers,
     and as timestamps of other units, with and without a zone), run by both
@@ -385,3 +385,16 @@ def test_what_is_handed_to_a_serve(argv, handed, monkeypatch):
     assert launch._may_hand_over(argv) is handed
     monkeypatch.setenv("CETQL_ENGINE", "spark")
     assert launch._may_hand_over(argv) is False
+
+
+def test_naive_timestamps_are_utc_instants(tmp_path):
+    """A time without a zone (in UTC, the default) is the instant it reads
+    as in UTC: the same trends and bounds as the zoned column, any unit."""
+    got = {}
+    for name, t in (("naive", pa.timestamp("s")), ("zoned", pa.timestamp("us", tz="UTC"))):
+        scale = 1 if t.unit == "s" else 1_000_000
+        table = EVENTS.set_column(0, "ts", pa.array([v * scale for v in (1, 2, 3)], pa.int64()).cast(t))
+        (tmp_path / name).mkdir()
+        assert _run(tmp_path / name, table, "--id-col", "id") == 0
+        got[name] = pq.read_table(tmp_path / name / "out").to_pylist()
+    assert got["naive"] == got["zoned"] and got["naive"]
