@@ -123,6 +123,12 @@ class Pos:
         return f"{self.line}:{self.column}"
 
 
+# What a 64-bit overflow means to a user, whichever engine met it (`failures`, `planner.local`).
+OVERFLOW_MESSAGE = ("a number went past what its type holds while the query ran (overflow): times or values near "
+                    "the 64-bit limit (about ±9.2e18; a window's bounds must lie within it) or a huge parameter; "
+                    "move the times nearer to zero or drop those rows")  # fmt: skip
+
+
 class CetqlError(Exception):
     """Base of every error cetql raises on purpose."""
 

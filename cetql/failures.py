@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .errors import CetqlError
+from .errors import OVERFLOW_MESSAGE, CetqlError
 from .planner.spark.checks import ID_REFUSED
 from .session import connect_retry_seconds, log_path
 
@@ -202,11 +202,7 @@ def _by_condition(condition: str, text: str) -> CetqlError:
     if condition in ("PATH_NOT_FOUND", "UNABLE_TO_INFER_SCHEMA"):
         return JobFailed(_first_line(text))
     if condition.startswith(_OVERFLOW):
-        return JobFailed(
-            "a number went past what its type holds while the query ran (overflow): times or values near the 64-bit "
-            "limit (about ±9.2e18; a window's bounds must lie within it) or a huge parameter; "
-            "move the times nearer to zero or drop those rows"
-        )
+        return JobFailed(OVERFLOW_MESSAGE)
     if condition.startswith("INVALID_TIMEZONE"):
         return JobFailed(f"Spark does not know the time zone: {_first_line(text)}; give another with --time-zone")
     inner = kernel_error(text)

@@ -26,9 +26,9 @@ from ..logical import plan as L
 from ..logical.plan import InvalidRows
 from ..physical.kernel import kernel_spec
 from ..physical.plan import Bounds, Detect, PhysicalPlan, TimeCast
-from ..spark.checks import check_id_type
+from ..spark.checks import ID_ADVICE, ID_REFUSED, NULL_ID, REPEATED_ID, ROWS_ADVICE, check_id_type, no_time
 from ..spark.sources import arrow_to_spark
-from .exprs import OVERFLOW, ArithmeticOverflow, evaluate
+from .exprs import OVERFLOW, ArithmeticOverflow, checked, evaluate
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
@@ -139,7 +139,8 @@ def read(plan: PhysicalPlan) -> list[pa.Table]:
 def _time(cast: TimeCast, col) -> pa.Array:
     if cast == TimeCast.MICROS:  # the instant's count of its own unit (UTC), in microseconds
         raw = pc.cast(col, pa.int64())
-        return raw if col.type.unit == "us" else _checked_multiply(raw, {"s": 1_000_000, "ms": 1_000}[col.type.unit])
+        scale = {"s": 1_000_000, "ms": 1_000, "us": 1}[col.type.unit]
+        return raw if scale == 1 else checked(pc.multiply_checked, raw, scale)
     if cast == TimeCast.NUMBER:
         return pc.cast(col, pa.int64())
     raise TypeError(f"the in-process engine does not read times by {cast}")
@@ -153,13 +154,6 @@ def _repeated(text: str | None, n: int) -> pa.Array:
     data = text.encode()
     offsets = np.arange(n + 1, dtype=np.int32) * len(data)
     return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
-
-
-def _checked_multiply(a, k: int):
-    try:
-        return pc.multiply_checked(a, k)
-    except pa.ArrowInvalid:
-        raise ArithmeticOverflow(OVERFLOW) from None
 
 
 def scan(plan: PhysicalPlan, tables: list[pa.Table]) -> tuple[pa.Table, int]:
@@ -180,13 +174,12 @@ def scan(plan: PhysicalPlan, tables: list[pa.Table]) -> tuple[pa.Table, int]:
         frames.append(table)
     out = frames[0] if len(frames) == 1 else _union(frames)
     rows = out.num_rows
-    no_time = pc.is_null(out.column(n.time))
-    missing = pc.sum(no_time).as_py() or 0
+    timeless = pc.is_null(out.column(n.time))
+    missing = pc.sum(timeless).as_py() or 0
     if missing and op.invalid == InvalidRows.REJECT:
-        raise RowsRefused(f"time column '{op.time_col}': {missing:,} row(s) have no time (null, NaN or infinite); "
-                          "fix the input, or run with --drop-invalid to drop those rows")  # fmt: skip
+        raise RowsRefused(no_time(op.time_col, missing) + ROWS_ADVICE)
     if missing:
-        out = out.filter(pc.invert(no_time))
+        out = out.filter(pc.invert(timeless))
     if op.id_col:
         check_id_type(op.id_col, arrow_to_spark(out.schema.field(op.id_col).type))
         out = _check_ids(out, n.id, op.id_col, drop=op.invalid == InvalidRows.DROP)
@@ -224,13 +217,14 @@ def _check_ids(table: pa.Table, id_col: str, label: str, *, drop: bool) -> pa.Ta
     if drop:
         keep = pc.and_(pc.is_valid(ids), pc.invert(pc.is_in(ids, value_set=repeated)))
         return table.filter(keep) if (nulls or len(repeated)) else table
-    advice = "; every event needs its own id: fix the input, or run with --drop-invalid to drop such rows"
+    refused = ID_REFUSED.removeprefix("cetql: ")
     if nulls:
-        raise RowsRefused(f"invalid id: a row of id column '{label}' has no id{advice}")
+        raise RowsRefused(f"{refused}: {NULL_ID.format(label=label)}{ID_ADVICE}")
     if len(repeated):
         first = repeated[0]
         times = pc.sum(pc.equal(ids, first)).as_py()
-        raise RowsRefused(f"invalid id: id {first.as_py()} of id column '{label}' is on {times} rows{advice}")
+        before, between, after = (x.format(label=label) for x in REPEATED_ID)
+        raise RowsRefused(f"{refused}: {before}{first.as_py()}{between}{times}{after}{ID_ADVICE}")
     return table
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from cetql.errors import CetqlError
+from cetql.errors import OVERFLOW_MESSAGE, CetqlError
 
 from ..kernels import spec as K
 
@@ -65,7 +65,7 @@ def _eval(e: K.Expr, t: pa.Table):
             v = _eval(x, t)
             if v.type == pa.null():
                 return v
-            return _checked(pc.negate_checked, v) if _is_int(v) else pc.negate(v)
+            return checked(pc.negate_checked, v) if _is_int(v) else pc.negate(v)
         case K.Arith(op=op, left=a, right=b):
             return _arith(op, _eval(a, t), _eval(b, t), t.num_rows)
         case K.Cmp(op=op, left=a, right=b):
@@ -102,7 +102,8 @@ def _is_float(v) -> bool:
     return pa.types.is_floating(v.type)
 
 
-def _checked(f, *args):
+def checked(f, *args):
+    """`f(*args)`, an Arrow kernel that checks for overflow; overflow fails the query as Spark's ANSI mode does."""
     try:
         return f(*args)
     except pa.ArrowInvalid as e:
@@ -111,9 +112,7 @@ def _checked(f, *args):
         raise ArithmeticOverflow(OVERFLOW) from None
 
 
-OVERFLOW = ("a number went past what its type holds while the query ran (overflow): times or values near the 64-bit "
-            "limit (about ±9.2e18; a window's bounds must lie within it) or a huge parameter; "
-            "move the times nearer to zero or drop those rows")  # fmt: skip
+OVERFLOW = OVERFLOW_MESSAGE
 
 
 def _as_float(v):
@@ -129,7 +128,7 @@ def _arith(op: str, a, b, n: int):
     if _is_int(a) and _is_int(b):
         if op == "%":
             return _modulo(a, b, n, integer=True)
-        return _checked({"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}[op], a, b)
+        return checked({"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}[op], a, b)
     a, b = _as_float(a), _as_float(b)
     if op == "%":
         return _modulo(a, b, n, integer=False)

@@ -14,6 +14,16 @@ from __future__ import annotations
 from cetql.errors import SchemaError
 
 ID_REFUSED = "cetql: invalid id"  # the start of the message a null or repeated id raises
+# The messages of refused rows, in words both engines use (`planner.local` says them without Spark)
+NULL_ID = "a row of id column '{label}' has no id"
+REPEATED_ID = ("id ", " of id column '{label}' is on ", " rows")  # around the id and the number of rows
+ID_ADVICE = "; every event needs its own id: fix the input, or run with --drop-invalid to drop such rows"
+ROWS_ADVICE = "; fix the input, or run with --drop-invalid to drop those rows"
+
+
+def no_time(name: str, n: int, where: str = "") -> str:
+    """What rows with a null (NaN, infinite) time are called."""
+    return f"time column '{name}'{where}: {n:,} row(s) have no time (null, NaN or infinite)"
 
 # Spark types an id may have: whole numbers, decimals and text compare
 # exactly and round-trip through Arrow to the kernels.
@@ -50,7 +60,7 @@ def check_present_ids(df, id_col: str, *, drop: bool, label: str | None = None):
     check_id_type(label, dict(df.dtypes)[id_col])
     if drop:
         return df.filter(ident.isNotNull())
-    why = F.lit(f"{ID_REFUSED}: a row of id column '{label}' has no id")
+    why = F.lit(f"{ID_REFUSED}: {NULL_ID.format(label=label)}")
     return df.withColumn(id_col, F.when(ident.isNotNull(), ident).otherwise(F.raise_error(why).cast(dict(df.dtypes)[id_col])))
 
 
@@ -69,13 +79,13 @@ def check_ids(df, id_col: str, *, drop: bool, label: str | None = None):
     if drop:
         tmp = f"{id_col}__n"
         return df.withColumn(tmp, n).filter(ident.isNotNull() & (F.col(f"`{tmp}`") == 1)).drop(tmp)
-    why = F.when(ident.isNull(), F.lit(f"{ID_REFUSED}: a row of id column '{label}' has no id")).when(
+    before, between, after = (x.format(label=label) for x in REPEATED_ID)
+    why = F.when(ident.isNull(), F.lit(f"{ID_REFUSED}: {NULL_ID.format(label=label)}")).when(
         n > 1,
-        F.concat(F.lit(f"{ID_REFUSED}: id "), ident.cast("string"), F.lit(f" of id column '{label}' is on "),
-                 n.cast("string"), F.lit(" rows")),  # fmt: skip
+        F.concat(F.lit(f"{ID_REFUSED}: {before}"), ident.cast("string"), F.lit(between), n.cast("string"),
+                 F.lit(after)),  # fmt: skip
     )
-    why = F.concat(why, F.lit("; every event needs its own id: fix the input, or run with --drop-invalid to drop "
-                              "such rows"))  # fmt: skip
+    why = F.concat(why, F.lit(ID_ADVICE))
     dtype = df.schema[id_col].dataType
     checked = F.when(ident.isNotNull() & (n == 1), ident).otherwise(F.raise_error(why).cast(dtype))
     return df.withColumn(id_col, checked)

@@ -298,7 +298,7 @@ def diagnose_invalid(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> str
             parts += _describe_counts(list(df.agg(*aggs).collect()[0]), labels, where)
     if not parts:
         return "an input row was refused (null time or unreadable value)"
-    return "; ".join(parts) + "; fix the input, or run with --drop-invalid to drop those rows"
+    return "; ".join(parts) + checks.ROWS_ADVICE
 
 
 def _describe_counts(values: list, labels: list, where: str) -> list[str]:
@@ -314,7 +314,7 @@ def _describe_counts(values: list, labels: list, where: str) -> list[str]:
         else:
             n = values.pop(0)
             if n:
-                parts.append(f"time column '{name}'{where}: {n:,} row(s) have no time (null, NaN or infinite)")
+                parts.append(checks.no_time(name, n, where))
     return parts
 
 
