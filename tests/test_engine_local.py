@@ -29,6 +29,18 @@ from cetql.options import Engine, RunOptions, Sink
 from cetql.planner.local import compiler as local
 from cetql.printer import aggregate_to_text
 
+# Rows of the README's Reliability table (tests/test_reliability.py prints and checks it)
+CASES = [
+    ('test_null_times_and_repeated_ids_fail_with_sparks_words_or_are_dropped_and_counted', 'a null time or a repeated id, run in process (`--engine local`)',
+     'exit 1 in the words of a Spark run, nothing written; `--drop-invalid` drops and counts them'),
+    ('test_a_null_time_in_any_typed_input_is_found', 'a null time in the first of several typed inputs, run in process',
+     'refused, or dropped and counted, as in the last'),
+    ('test_times_past_64_bits_fail_as_sparks_ansi_arithmetic_does', 'times near -2^63, run in process',
+     "exit 1 where Spark's arithmetic overflows, never a wrapped window"),
+    ('test_what_only_spark_runs_is_said_and_refused_when_insisted_on', '`--engine local` on CSV, decimals, no `--id-col`, `--with-rows` or the distributed strategy',
+     'exit 2 naming why; without `--engine` the plan runs on Spark and `--explain` says why'),
+]  # fmt: skip
+
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 TYPES = {"ts": pa.int64(), "id": pa.int64(), "x": pa.int64(), "g": pa.string(), "k": pa.string(), "y": pa.float64()}
 

@@ -698,7 +698,7 @@ def test_server_dies_mid_query(tmp_path):
 # Modules whose `CASES` are rows of the README's Reliability table (test name,
 # the input, what cetql does); this module's come first.
 TABLE_MODULES = ("test_reliability", "test_output_safety", "test_inputs_read", "test_inputs_time", "test_inputs_ids",
-                 "test_inputs_messages", "test_fuzz_inputs")
+                 "test_inputs_messages", "test_fuzz_inputs", "test_engine_local")
 
 
 def table_rows() -> list[tuple[str, str, str, str]]:
