@@ -12,6 +12,8 @@ come here (`physical.engine` says which and why).
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -54,8 +56,10 @@ def run(plan: PhysicalPlan) -> Result:
     events, dropped = scan(plan, read(plan))
     kernel_in = sort(plan, partition(plan, windows(plan, filter_events(plan, events))))
     spec = kernel_spec(plan)
-    fn = process.detect_fn(spec) if isinstance(plan.root, Detect) else process.aggregate_fn(spec)
-    schema = (process.detect_schema if isinstance(plan.root, Detect) else process.aggregate_schema)(spec, kernel_in.schema)
+    if isinstance(plan.root, Detect):
+        fn, schema = process.detect_fn(spec), process.detect_schema(spec, kernel_in.schema)
+    else:
+        fn, schema = process.aggregate_fn(spec), process.aggregate_schema(spec, kernel_in.schema)
     out_schema, project = output(plan, schema)
     batches = (project(b) for b in kernels(fn, kernel_in, plan.names.window))
     return Result(out_schema, batches, dropped)
@@ -78,9 +82,6 @@ def kernels(fn, table: pa.Table, window: str, workers: int | None = None) -> Ite
         if at > cuts[-1]:
             cuts.append(at)
     cuts.append(len(wk))
-    import queue
-    import threading
-
     stop = threading.Event()
     END = object()
 
