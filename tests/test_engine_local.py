@@ -41,7 +41,7 @@ CASES = [
      'exit 2 naming why; without `--engine` the plan runs on Spark and `--explain` says why'),
 ]  # fmt: skip
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 TYPES = {"ts": pa.int64(), "id": pa.int64(), "x": pa.int64(), "g": pa.string(), "k": pa.string(), "y": pa.float64()}
 
 
