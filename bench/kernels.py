@@ -36,9 +36,10 @@ sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 from generate import kiting  # noqa: E402
 from harness import kernel_table, plan_for  # noqa: E402
 
-from cetql.options import RunOptions  # noqa: E402
-from cetql.planner.kernels.aggregate import aggregate_table  # noqa: E402
-from cetql.planner.kernels.detect import detect_table  # noqa: E402
+from cetql.base.options import RunOptions  # noqa: E402
+from cetql.kernels.aggregate import aggregate_table  # noqa: E402
+from cetql.kernels.detect import detect_table  # noqa: E402
+from cetql.planner.physical.kernel import kernel_spec  # noqa: E402
 
 A = "RETURN id, COUNT(*) PATTERN Stock S+ WHERE [id] AND S.price < NEXT(S).price GROUP-BY id WITHIN {w} SLIDE {s}"
 D1 = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100 SLIDE 50"
@@ -53,7 +54,7 @@ def ticks(n: int, ids: int = 10, seed: int = 1) -> list[dict]:
 def case(text: str, events: list[dict], **options):
     cols = sorted({k for e in events[:1] for k in e})
     plan, phys = plan_for(text, columns=cols, options=RunOptions.of(**options))
-    return phys.spec, kernel_table(plan, phys, events)
+    return kernel_spec(phys), kernel_table(plan, phys, events)
 
 
 def run(kernel, spec, table, mode: str) -> tuple[float, int, pa.Table]:

@@ -133,7 +133,7 @@ def main() -> None:
     ap.add_argument("--tmp", default=None, help="where the data and outputs go (they are large)")
     ap.add_argument("--skip-m2", action="store_true")
     a = ap.parse_args()
-    from cetql.options import format_size, parse_size
+    from cetql.base.options import format_size, parse_size
 
     budget = parse_size(a.budget)
     lines = []

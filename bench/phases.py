@@ -155,7 +155,7 @@ def worker_imports(version: str | None, cache: Path) -> tuple[float, float, list
                           cwd=tempfile.gettempdir(), check=True)  # fmt: skip
     daemon, worker = map(float, done.stdout.split())
     done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import pyspark.daemon, pyspark.worker, "
-                           "cetql.planner.kernels.process"], capture_output=True, text=True, env=env,
+                           "cetql.kernels.process"], capture_output=True, text=True, env=env,
                           cwd=tempfile.gettempdir(), check=True)  # fmt: skip
     own = []
     for line in done.stderr.splitlines()[1:]:

@@ -55,8 +55,8 @@ def main() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import functions as F
 
-    from cetql.planner.spark import reader, times
-    from cetql.session import get_spark
+    from cetql.backends.spark import reader, times
+    from cetql.backends.spark.session import get_spark
 
     spark = get_spark("local[2]")
     folder = Path(tempfile.mkdtemp(prefix="cetql-bench-reader-"))

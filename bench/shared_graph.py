@@ -35,8 +35,9 @@ from generate import kiting, stock  # noqa: E402
 from harness import kernel_table, plan_for  # noqa: E402
 from results import replace_section  # noqa: E402
 
-from cetql.options import RunOptions  # noqa: E402
-from cetql.planner.kernels import process  # noqa: E402
+from cetql.base.options import RunOptions  # noqa: E402
+from cetql.kernels import process  # noqa: E402
+from cetql.planner.physical.kernel import kernel_spec  # noqa: E402
 
 SECTION = "## Detection on a shared graph"
 KITING = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 168 SLIDE 1"
@@ -69,9 +70,9 @@ def main() -> None:
     for name, (make, text, trends) in CASES.items():
         events = make(a.events).to_pylist()
         plan, phys = plan_for(text, columns=sorted(events[0]), options=RunOptions.of(trends=trends, max_trends=0))
-        assert phys.spec.shared_graph, f"{name}: the plan does not share the graph"
+        assert kernel_spec(phys).shared_graph, f"{name}: the plan does not share the graph"
         table = kernel_table(plan, phys, events)
-        specs = {"shared": phys.spec, "own": dataclasses.replace(phys.spec, shared_graph=False)}
+        specs = {"shared": kernel_spec(phys), "own": dataclasses.replace(kernel_spec(phys), shared_graph=False)}
         times: dict[str, list[float]] = {k: [] for k in specs}
         seen = {}
         for _ in range(a.repeats):

@@ -99,7 +99,7 @@ def _log_file(name: str) -> bool:
 
 def run_one(spark, name: str, n: int, tmp: Path) -> dict:
     import cetql
-    from cetql.streaming import metrics
+    from cetql.surfaces.cli.stream import metrics
 
     text, options, window = QUERIES[name]
     table = data(name, n)
@@ -159,7 +159,7 @@ def _t(stamp: str) -> float:
 
 def _watermark(progress: list[dict]) -> float | None:
     """The watermark of the last micro-batch, in the time column's units."""
-    from cetql.planner.kernels.stream import OFFSET
+    from cetql.kernels.stream import OFFSET
 
     for p in reversed(progress):
         wm = (p.get("eventTime") or {}).get("watermark")
@@ -210,7 +210,7 @@ def _latency(progress, out: Path, feeder: Feeder, window: int) -> dict:
 
 
 def _batch_wm(p: dict) -> float | None:
-    from cetql.planner.kernels.stream import OFFSET
+    from cetql.kernels.stream import OFFSET
 
     wm = (p.get("eventTime") or {}).get("watermark")
     return (_millis(wm) - OFFSET) / 1000 if wm and _millis(wm) > 0 else None
@@ -293,7 +293,7 @@ def main() -> None:
     ap.add_argument("--results", help="write the section '## Streams (D1, A1)' of this file (e.g. bench/RESULTS.md)")
     a = ap.parse_args()
     import cetql
-    from cetql.streaming import configure
+    from cetql.surfaces.cli.stream import configure
 
     spark = cetql.get_spark()
     spark.sparkContext.setLogLevel("ERROR")

@@ -9,7 +9,7 @@
 (`cetql.install(spark)` does it for one session object).
 """
 
-from .errors import (
+from cetql.base.errors import (
     ArgumentTypeError,
     CetqlError,
     InputNotFoundError,
@@ -21,10 +21,11 @@ from .errors import (
     UnknownTypeError,
     UsageError,
 )
-from .extension import install
-from .options import RunOptions
+from cetql.base.options import RunOptions
+from cetql.base.version import VERSION
+from cetql.surfaces.api.extension import install
 
-__version__ = "0.2.0"
+__version__ = VERSION
 
 __all__ = [
     "ArgumentTypeError",
@@ -49,7 +50,8 @@ __all__ = [
 # The compiler loads on first use: Spark's Python workers import cetql for
 # the kernels only, and should not pay for the front end, Spark's
 # DataFrame layer or networkx.
-_LAZY = {"compile": "query", "CompiledQuery": "query", "parse": "parser", "to_text": "printer", "get_spark": "session"}
+_LAZY = {"compile": "surfaces.api.query", "CompiledQuery": "surfaces.api.query", "parse": "language.parser",
+         "to_text": "language.printer", "get_spark": "backends.spark.session"}
 
 
 def __getattr__(name):

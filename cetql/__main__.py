@@ -1,5 +1,5 @@
 import sys
 
-from .launch import main
+from cetql.surfaces.cli.launch import main
 
 sys.exit(main())

@@ -11,8 +11,8 @@ from hypothesis import assume
 from reference import reference_aggregates, reference_trends
 
 import cetql
-from cetql.errors import QueryError
-from cetql.printer import aggregate_to_text
+from cetql.base.errors import QueryError
+from cetql.language.printer import aggregate_to_text
 
 
 def compile_or_skip(text, *, typed, options=None):

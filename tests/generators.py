@@ -14,10 +14,10 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 import cetql
-from cetql import ast as A
-from cetql.errors import QueryError
+from cetql.base.errors import QueryError
+from cetql.language import ast as A
+from cetql.language.printer import to_text
 from cetql.planner.semantics.bind import bind
-from cetql.printer import to_text
 
 SPECIAL = [None, math.nan, math.inf, -math.inf, -0.0, 0.0, 1.0, 2.5]
 DRAWN = [*SPECIAL, math.nan, math.nan, 1.0]  # NaN most often: it is what comparisons disagree on

@@ -20,12 +20,13 @@ from decimal import Decimal
 import pyarrow as pa
 
 import cetql
-from cetql.options import RunOptions
-from cetql.planner.kernels import process
-from cetql.planner.kernels import spec as K
-from cetql.planner.kernels.expr import compile_expr
-from cetql.planner.kernels.values import key
+from cetql.base.options import RunOptions
+from cetql.kernels import process
+from cetql.kernels import spec as K
+from cetql.kernels.expr import compile_expr
+from cetql.kernels.values import key
 from cetql.planner.logical.plan import InputFacts, Inputs, Resources
+from cetql.planner.physical.kernel import kernel_spec
 from cetql.planner.physical.plan import Arithmetic, PhysicalPlan
 from cetql.planner.semantics.schema import OTHER, Schema
 
@@ -97,7 +98,7 @@ def kernel_table(plan, phys: PhysicalPlan, events: list[dict], extra=()) -> pa.T
     """The kernel's input table for `events` (dicts with ts, id, attributes,
     and `__type` for typed inputs), as the Spark compiler builds it, with the
     `extra` attributes as they are (for a spec a test changes)."""
-    n, spec = phys.names, phys.spec
+    n, spec = phys.names, kernel_spec(phys)
     constant = compile_expr(phys.filter.constant) if phys.filter.constant is not None else None
     masks = [(m.column, compile_expr(m.definition)) for m in phys.filter.masks]
     derived = [(d.column, compile_expr(d.definition)) for d in phys.root.derived]
@@ -158,12 +159,12 @@ def run_local(text, events, *, params=None, typed=False, batch_size=None, spec_c
     cols = sorted({k for e in events for k in e})
     plan, phys = plan_for(text, params=params, typed=typed, types=types, options=RunOptions.of(**options),
                           columns=cols)  # fmt: skip
-    spec = phys.spec
+    spec = kernel_spec(phys)
     if callable(spec_changes):
         spec_changes = spec_changes(plan, phys)
     if spec_changes:
         spec = dataclasses.replace(spec, **spec_changes)
-    extra = sorted({k.column for k in spec.state_keys} - {k.column for k in phys.spec.state_keys})
+    extra = sorted({k.column for k in spec.state_keys} - {k.column for k in kernel_spec(phys).state_keys})
     table = kernel_table(plan, phys, events, extra)
     fn = process.detect_fn(spec) if isinstance(spec, K.DetectSpec) else process.aggregate_fn(spec)
     batches = table.to_batches(max_chunksize=batch_size) if batch_size else table.to_batches()

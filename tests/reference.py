@@ -20,7 +20,7 @@ import math
 from decimal import Decimal
 
 import cetql
-from cetql import ast as A
+from cetql.language import ast as A
 
 
 def _num(v):
@@ -358,7 +358,7 @@ def windows(query, events):
 
 
 def _seconds(d):
-    from cetql.parser import TIME_UNITS
+    from cetql.language.units import UNIT_SECONDS as TIME_UNITS
 
     return (float(d.amount) * TIME_UNITS[d.unit]) if d.unit else d.amount
 
@@ -408,7 +408,7 @@ def reference_trends(text, events, params=None, trend_set=None, typed=False):
 def reference_aggregates(text, events, params=None, typed=True):
     """{(window_start, group values): {aggregate text: value}} by enumerating
     every trend (ALL, or COMPLETE when the query asks) and aggregating."""
-    from cetql.printer import aggregate_to_text
+    from cetql.language.printer import aggregate_to_text
 
     query = cetql.parse(text)
     params = params or {}

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from reference import reference_aggregates
 
 import cetql
-from cetql import ast as A
-from cetql.printer import aggregate_to_text
+from cetql.language import ast as A
+from cetql.language.printer import aggregate_to_text
 
 SETTINGS = settings(
     max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate]
@@ -134,7 +134,7 @@ def test_overflow_is_an_error_naming_window_and_group(spark):
 
 
 def test_cli_aggregation_flags(spark, tmp_path, capsys):
-    from cetql.cli import main
+    from cetql.surfaces.cli.main import main
 
     csv = tmp_path / "a.csv"
     csv.write_text("id,ts,x\n" + "".join(f"{i},{i},{i}\n" for i in range(140)))
@@ -248,7 +248,7 @@ def test_readme_cluster_example_runs(spark, capsys):
     per (window, mapper), sums of cpu over rising-load runs."""
     from pathlib import Path
 
-    from cetql.cli import main
+    from cetql.surfaces.cli.main import main
 
     root = Path(__file__).parent.parent
     data = root / "examples" / "data" / "cluster"

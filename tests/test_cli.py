@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from cetql.cli import main
-from cetql.errors import spoken
+from cetql.base.errors import spoken
+from cetql.surfaces.cli.main import main
 
 EXAMPLES = Path(__file__).parent.parent / "examples" / "queries"
 QUERIES = sorted(EXAMPLES.glob("*.cet"))
@@ -40,7 +40,7 @@ def test_explain_is_the_python_api_text(capsys):
     text = (EXAMPLES / "greta_q3_traffic.cet").read_text()
     from dataclasses import replace
 
-    from cetql.options import Engine, RunOptions, Sink
+    from cetql.base.options import Engine, RunOptions, Sink
 
     main(["compile", str(EXAMPLES / "greta_q3_traffic.cet"), "--explain"])
     cli = capsys.readouterr().out.strip()

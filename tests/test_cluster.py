@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 from processes import SPARK_HOME, die_with_parent, free_port, spark_env, start, stop, wait_for_port
 
-from cetql.cli import main
+from cetql.surfaces.cli.main import main
 
 ROOT = Path(__file__).parent.parent
 DATA = ROOT / "examples" / "data"

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from processes import descendants, free_port, spark_env, start, stop, wait_for_port
 
-from cetql.cli import main
+from cetql.surfaces.cli.main import main
 
 ROOT = Path(__file__).parent.parent
 CHECKS = ROOT / "examples" / "data" / "checks.csv"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from reference import reference_trends
 
 import cetql
-from cetql import ast as A
+from cetql.language import ast as A
 
 SETTINGS = settings(
     max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate]
@@ -339,9 +339,9 @@ def test_graphframes_prefilter_is_the_plans_choice(spark):
     saw its JVM package on the session's classpath, and says so either way;
     where it runs (it cannot be downloaded here), its flags are the ABI
     pre-filter's."""
+    from cetql.backends.spark.distributed import SNK, SRC, prefilter
+    from cetql.backends.spark.resources import session_resources
     from cetql.planner.logical.plan import Prefilter, Resources
-    from cetql.planner.spark.distributed import SNK, SRC, prefilter
-    from cetql.runtime import session_resources
 
     text = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10"
     q = cetql.compile(text, strategy="distributed")
@@ -354,7 +354,7 @@ def test_graphframes_prefilter_is_the_plans_choice(spark):
     df = _events(spark, [(1, 1, "A", "B"), (2, 2, "B", "C"), (3, 3, "B", "D"), (4, 4, "D", "E")],
                  "id long, ts long, src string, dst string")  # fmt: skip
     execution = q.execution(df, spark=spark, id_col="id")
-    from cetql.planner.spark.compiler import kernel_input
+    from cetql.backends.spark.compiler import kernel_input
 
     ev = kernel_input(execution.plan, execution.inputs)
     flags = [sorted(prefilter(m, execution.spec, ev).select("__id", SRC, SNK).collect())
@@ -372,7 +372,7 @@ def test_table_and_view_inputs(spark):
 
 
 def test_cli_run_prints_and_writes(spark, tmp_path, capsys):
-    from cetql.cli import main
+    from cetql.surfaces.cli.main import main
 
     csv = tmp_path / "checks.csv"
     csv.write_text("id,ts,src,dst\n1,1,A,B\n2,2,B,C\n3,3,B,D\n4,4,D,E\n")
@@ -404,7 +404,7 @@ def test_cli_run_prints_and_writes(spark, tmp_path, capsys):
 
 
 def test_cli_null_time_is_counted(spark, tmp_path, capsys):
-    from cetql.cli import main
+    from cetql.surfaces.cli.main import main
 
     csv = tmp_path / "checks.csv"
     csv.write_text("id,ts,src,dst\n1,,A,B\n2,2,B,C\n3,,B,D\n")
@@ -417,7 +417,7 @@ def test_cli_null_time_is_counted(spark, tmp_path, capsys):
 
 
 def test_compile_explain_plans_for_the_input(tmp_path, capsys):
-    from cetql.cli import main
+    from cetql.surfaces.cli.main import main
 
     csv = tmp_path / "checks.csv"
     csv.write_text("id,ts,src,dst\n1,1,A,B\n")

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from reference import reference_trends
 
-from cetql import picture
-from cetql.cli import main
+from cetql.surfaces.cli.main import main
+from cetql.surfaces.draw import picture
 
 ROOT = Path(__file__).parent.parent
 CHECKS = ROOT / "examples" / "data" / "checks.csv"

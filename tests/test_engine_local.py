@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 from reference import reference_aggregates
 
 import cetql
-from cetql.cli import known_inputs, main
-from cetql.errors import QueryError, UsageError
-from cetql.options import Engine, RunOptions, Sink
-from cetql.planner.local import compiler as local
-from cetql.printer import aggregate_to_text
+from cetql.backends.embedded import compiler as local
+from cetql.base.errors import QueryError, UsageError
+from cetql.base.options import Engine, RunOptions, Sink
+from cetql.language.printer import aggregate_to_text
+from cetql.surfaces.cli.main import known_inputs, main
 
 # Rows of the README's Reliability table (tests/test_reliability.py prints and checks it)
 CASES = [
@@ -253,7 +253,7 @@ def test_a_kernel_error_ends_the_run_as_on_spark(tmp_path, capsys):
 def _exprs():
     """Kernel expressions over x (whole numbers), y (doubles, special
     values), g (text) and literals."""
-    from cetql.planner.kernels import spec as K
+    from cetql.kernels import spec as K
 
     ints = st.sampled_from([K.Col("self", "x"), K.Lit(0), K.Lit(2), K.Lit(-3), K.Lit(2**62)])
     floats = st.sampled_from([K.Col("self", "y"), K.Lit(0.0), K.Lit(-0.0), K.Lit(1.5), K.Lit(math.nan),
@@ -299,8 +299,8 @@ def test_vectorised_expressions_equal_the_kernels_evaluator(e, rows):
     (one row at a time, the kernels' evaluator): equal values, nulls and
     NaN alike; an integer past 64 bits fails the query (Spark's ANSI mode)
     where the row evaluator's Python integer leaves 64 bits."""
-    from cetql.planner.kernels.expr import evaluate as one_row
-    from cetql.planner.local.exprs import ArithmeticOverflow, evaluate
+    from cetql.backends.embedded.exprs import ArithmeticOverflow, evaluate
+    from cetql.kernels.expr import evaluate as one_row
     from cetql.planner.physical.engine import kind
 
     assume(kind(e, {"x": "int", "y": "float", "g": "string"}) is not None)
@@ -318,8 +318,8 @@ def test_vectorised_expressions_equal_the_kernels_evaluator(e, rows):
 
 def _leaves_64_bits(e, rows) -> bool:
     """Whether some integer step of `e` leaves 64 bits on some row."""
-    from cetql.planner.kernels import spec as K
-    from cetql.planner.kernels.expr import evaluate as one_row
+    from cetql.kernels import spec as K
+    from cetql.kernels.expr import evaluate as one_row
 
     found = []
 
@@ -390,7 +390,7 @@ def test_windows_overflow_where_sparks_arithmetic_does(tmp_path, capsys):
     ],
 )
 def test_what_is_handed_to_a_serve(argv, handed, monkeypatch):
-    from cetql import launch
+    from cetql.surfaces.cli import launch
 
     monkeypatch.delenv("SPARK_REMOTE", raising=False)
     monkeypatch.delenv("CETQL_ENGINE", raising=False)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from reference import reference_aggregates, reference_trends
 
 import cetql
-from cetql.errors import QueryError
+from cetql.base.errors import QueryError
 from cetql.planner.logical.plan import KeyMethod, Partition
 
 SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))

@@ -6,7 +6,7 @@ token or thing and what would be right instead."""
 import pytest
 
 import cetql
-from cetql.errors import QuerySemanticError, QuerySyntaxError
+from cetql.base.errors import QuerySemanticError, QuerySyntaxError
 
 CASES = [
     ("PATTERN", "1:8", "unexpected end of query; expected '!', '(', '<', NOT, SEQ or a name"),

@@ -47,7 +47,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from reference import reference_aggregates, reference_trends
 
-from cetql.cli import main
+from cetql.surfaces.cli.main import main
 
 EXAMPLES = int(os.environ.get("CETQL_FUZZ_EXAMPLES", "25"))
 SECONDS = float(os.environ.get("CETQL_FUZZ_SECONDS", "30"))  # 0: no budget

@@ -13,16 +13,18 @@ import pytest
 from pyspark.sql import functions as F
 
 import cetql
-from cetql import gen, runtime
-from cetql.arguments import parse_params
-from cetql.cli import main
-from cetql.errors import UsageError
-from cetql.options import Engine, RunOptions, Sink
-from cetql.planner.kernels import process
+from cetql.backends.inputs import facts
+from cetql.backends.spark import resources as spark_resources
+from cetql.backends.spark.resources import session_resources
+from cetql.base.errors import UsageError
+from cetql.base.options import Engine, RunOptions, Sink
+from cetql.kernels import process
 from cetql.planner.physical.data import from_data, to_data
 from cetql.planner.physical.kernel import kernel_spec
-from cetql.repl import Shell
-from cetql.runtime import session_resources
+from cetql.surfaces import gen
+from cetql.surfaces.arguments import parse_params
+from cetql.surfaces.cli.main import main
+from cetql.surfaces.repl import Shell
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -322,7 +324,7 @@ def test_every_surface_prints_the_plan_that_runs(spark, generated, capsys, monke
     folders = {t: str(f) for t, f in _folders(root, scenario).items() if t is None or t in types}
     resources = session_resources(spark)
     # `cetql compile` plans for the session `cetql run` would start: here, one like the suite's
-    monkeypatch.setattr(runtime, "local_resources", lambda: (resources.executor_memory, resources.task_slots))
+    monkeypatch.setattr(spark_resources, "local_resources", lambda: (resources.executor_memory, resources.task_slots))
     args = ["compile", str(EXAMPLES / name), "--explain", "--format", "json", "--id-col", gen.id_col(scenario)]
     args += [x for t, f in folders.items() for x in ("--input", f if t is None else f"{t}={f}")]
     args += [x for k, v in params.items() for x in ("--param", f"{k}={v}")]
@@ -337,7 +339,7 @@ def test_every_surface_prints_the_plan_that_runs(spark, generated, capsys, monke
     assert _plan_data(execution.plan) == printed
     assert shipped == [kernel_spec(from_data(printed))]
 
-    known = runtime.describe_paths(folders, "ts")
+    known = facts.describe_paths(folders, "ts")
     api = cetql.compile(text, params, inputs=known, resources=resources, id_col=gen.id_col(scenario))
     assert _plan_data(api.plan) == printed and api.plan.engine.reason == "the result is a Spark DataFrame"
     as_run = replace(RunOptions.of(id_col=gen.id_col(scenario)), engine=Engine.AUTO, sink=Sink.PARQUET)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 from reference import reference_trends
 
-from cetql.cli import main
-from cetql.errors import SchemaError
-from cetql.failures import describe
-from cetql.planner.spark import checks
+from cetql.backends.spark import checks
+from cetql.backends.spark.failures import describe
+from cetql.base.errors import SchemaError
+from cetql.surfaces.cli.main import main
 
 KITING = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10"
 

@@ -8,10 +8,10 @@ import pytest
 from py4j.protocol import Py4JError
 
 import cetql
-from cetql.arguments import QueryTextError
-from cetql.cli import main
-from cetql.errors import CetqlError, ParameterError, QuerySemanticError
-from cetql.failures import describe
+from cetql.backends.spark.failures import describe
+from cetql.base.errors import CetqlError, ParameterError, QuerySemanticError
+from cetql.surfaces.arguments import QueryTextError
+from cetql.surfaces.cli.main import main
 
 KITING = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10"
 CHECKS = "id,ts,src,dst\n1,1,A,B\n2,2,B,C\n3,3,B,D\n4,4,D,E\n"

@@ -12,8 +12,8 @@ import json
 from reference import reference_trends
 
 import cetql
-from cetql.cli import main
-from cetql.planner.spark import reader
+from cetql.backends.spark import reader
+from cetql.surfaces.cli.main import main
 
 KITING = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10"
 ROWS = [(1, 1, "A", "B"), (2, 2, "B", "C"), (3, 3, "B", "D"), (4, 4, "D", "E"), (5, 5, "E", "F")]

@@ -24,10 +24,12 @@ from processes import spark_env
 from reference import reference_trends
 
 import cetql
-from cetql.cli import main
-from cetql.errors import UsageError
-from cetql.options import RunOptions
-from cetql.planner.spark import sources, times
+from cetql.backends.inputs import sources
+from cetql.backends.inputs.times import is_time
+from cetql.backends.spark import times
+from cetql.base.errors import UsageError
+from cetql.base.options import RunOptions
+from cetql.surfaces.cli.main import main
 
 CHAIN = "PATTERN S+ s[] WITHIN 1 s"  # every strictly later event may follow: ties are never adjacent
 RISING = "PATTERN S+ s[] WHERE s[i].x > s[i-1].x WITHIN 10 s"
@@ -225,7 +227,7 @@ def test_iso_reader_against_an_independent_parse(spark, texts):
     for text, row in zip(texts, got):
         for i, z in enumerate(zones):
             assert row[f"z{i}"] == _nanos(text, z), (text, z)
-    assert all(times.is_time(t) for t in texts)
+    assert all(is_time(t) for t in texts)
 
 
 def test_parquet_precisions_are_one_kind(spark, tmp_path):

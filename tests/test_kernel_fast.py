@@ -18,8 +18,9 @@ from harness import run_local
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cetql.planner.kernels import fast, fast_detect, jit, jit_wide
-from cetql.planner.kernels import spec as K
+from cetql.kernels import fast, fast_detect, jit, jit_wide
+from cetql.kernels import spec as K
+from cetql.planner.physical.kernel import kernel_spec
 
 pytestmark = pytest.mark.skipif(not fast.available(), reason="numba is not installed")
 SOME = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -32,7 +33,7 @@ def both(monkeypatch, text, events, **options):
     _, phys, want = run_local(text, events, **options)
     monkeypatch.setenv("CETQL_KERNELS", "fast")
     _, _, got = run_local(text, events, **options)
-    return got, want, phys.spec
+    return got, want, kernel_spec(phys)
 
 
 def same(a, b) -> bool:

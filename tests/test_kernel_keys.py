@@ -20,11 +20,12 @@ from generators import SLIDING, WINDOWS, queries, stream
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cetql.errors import QuerySemanticError
-from cetql.planner.kernels import spec as K
-from cetql.planner.kernels.errors import SharedKeyedEvent
-from cetql.planner.kernels.parts import parts
+from cetql.base.errors import QuerySemanticError
+from cetql.kernels import spec as K
+from cetql.kernels.errors import SharedKeyedEvent
+from cetql.kernels.parts import parts
 from cetql.planner.logical.plan import Partition
+from cetql.planner.physical.kernel import kernel_spec
 
 SOME = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -32,7 +33,7 @@ SOME = settings(max_examples=300, deadline=None, suppress_health_check=list(Heal
 def state_keys(plan, phys) -> dict:
     """Every variable key of the plan as a state key of the kernel spec (an
     attribute column as it is read, where the plan has no column for it)."""
-    own = phys.spec.state_keys
+    own = kernel_spec(phys).state_keys
     done = {(k.state, k.attr) for k in phys.partition.state_keys}
     more = tuple(K.StateKey(vk.position, vk.attr) for vk in plan.find(Partition).variable_keys
                  if (vk.position, vk.attr) not in done)  # fmt: skip

@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reference import sql_compare
 
-from cetql.planner.kernels import spec as K
-from cetql.planner.kernels.batches import group_starts
-from cetql.planner.kernels.expr import evaluate
-from cetql.planner.kernels.index import AttributeIndex, count_in_range, later_in_range, sums
-from cetql.planner.kernels.values import COMPARATORS, compare, ranks
+from cetql.kernels import spec as K
+from cetql.kernels.batches import group_starts
+from cetql.kernels.expr import evaluate
+from cetql.kernels.index import AttributeIndex, count_in_range, later_in_range, sums
+from cetql.kernels.values import COMPARATORS, compare, ranks
 
 OPS = ["=", "!=", "<", "<=", ">", ">="]
 VALUES = [*SPECIAL, 1, 3, Decimal("2.5"), Decimal("-1")]

@@ -6,10 +6,11 @@ against the reference."""
 from checks import detected, wanted
 from harness import kernel_table, plan_for
 
-from cetql.options import RunOptions, TrendSet
-from cetql.planner.kernels import process
-from cetql.planner.kernels.graph import facts
-from cetql.planner.kernels.walks import Walk, accepts
+from cetql.base.options import RunOptions, TrendSet
+from cetql.kernels import process
+from cetql.kernels.graph import facts
+from cetql.kernels.walks import Walk, accepts
+from cetql.planner.physical.kernel import kernel_spec
 
 TEXT = "PATTERN (SEQ(A+ a[], B b))+ WITHIN 10"
 EVENTS = [{"id": t, "ts": t, "__type": x} for x, t in (("A", 1), ("B", 2), ("A", 3), ("B", 4))]
@@ -18,7 +19,7 @@ EVENTS = [{"id": t, "ts": t, "__type": x} for x, t in (("A", 1), ("B", 2), ("A",
 def _graph():
     plan, phys = plan_for(TEXT, typed=True, types=["A", "B"], options=RunOptions.of(max_trends=0),
                           columns=sorted(EVENTS[0]))  # fmt: skip
-    ((rows, g),) = process.group_graphs(phys.spec, kernel_table(plan, phys, EVENTS))
+    ((rows, g),) = process.group_graphs(kernel_spec(phys), kernel_table(plan, phys, EVENTS))
     return g
 
 

@@ -21,13 +21,14 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from reference import reference_trends
 
-from cetql.errors import UsageError
-from cetql.options import RunOptions
-from cetql.planner.kernels import greta, process
-from cetql.planner.kernels.errors import TrendLimitExceeded, digits
-from cetql.planner.kernels.graph import Graph
-from cetql.planner.kernels.runs import trends as kernel_trends
+from cetql.base.errors import UsageError
+from cetql.base.options import RunOptions
+from cetql.kernels import greta, process
+from cetql.kernels.errors import TrendLimitExceeded, digits
+from cetql.kernels.graph import Graph
+from cetql.kernels.runs import trends as kernel_trends
 from cetql.planner.logical.plan import Windows
+from cetql.planner.physical.kernel import kernel_spec
 
 FAST = settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
 
@@ -63,15 +64,15 @@ def test_a_budget_keeps_the_graph_out_of_memory():
     same successors."""
     import tracemalloc
 
-    from cetql.options import EDGE_BYTES
-    from cetql.planner.kernels.graph import Graph
+    from cetql.base.options import EDGE_BYTES
+    from cetql.kernels.graph import Graph
 
     text = "PATTERN SEQ(A a, B+ b[])\nWHERE b[i].x >= b[i-1].x\nWITHIN 2000"
     events = [{"ts": i, "__type": "A" if i % 50 == 0 else "B", "x": i % 7, "g": "g", "k": "u", "id": i}
               for i in range(1500)]
     plan, phys = plan_for(text, typed=True, types=["A", "B"], options=RunOptions.of(max_trends=0),
                           columns=sorted(events[0]))  # fmt: skip
-    ((_, graph),) = process.group_graphs(phys.spec, kernel_table(plan, phys, events))
+    ((_, graph),) = process.group_graphs(kernel_spec(phys), kernel_table(plan, phys, events))
     gt = graph.gt
 
     def measured(**kw):
@@ -109,15 +110,15 @@ def test_successors_found_again_equal_the_stored_ones(text, few, monkeypatch):
     """Node by node, in order — and MAXIMAL's split-free successors too —
     over nulls, NaN and ties; a range step by sorting the few targets in
     range, or by checking every later one (`few` 0), or either by turns."""
-    from cetql.planner.kernels import graph as G
-    from cetql.planner.kernels.walks import split_free
+    from cetql.kernels import graph as G
+    from cetql.kernels.walks import split_free
 
     monkeypatch.setattr(G.StepIndex, "FEW", few)
     rows = [{"ts": i // 2, "__type": "AB"[i % 3 == 2], "x": [0, 1, None, 1][i % 4],
              "y": [2.0, float("nan"), 1.0, None, 3.0][i % 5], "id": i} for i in range(60)]  # fmt: skip
     plan, phys = plan_for(text, typed=True, types=["A", "B"], options=RunOptions.of(max_trends=0),
                           columns=sorted(rows[0]))  # fmt: skip
-    for _, stored in process.group_graphs(phys.spec, kernel_table(plan, phys, rows)):
+    for _, stored in process.group_graphs(kernel_spec(phys), kernel_table(plan, phys, rows)):
         lazy = Graph(stored.gt, max_edges=0)
         assert stored.stored and not lazy.stored and stored.edges == lazy.edges > 0
         assert [list(lazy.succ[v]) for v in range(len(lazy.succ))] == stored.succ
@@ -174,7 +175,7 @@ def test_windows_walked_on_a_shared_graph_equal_their_own_graphs(data, typed, tr
     text = data.draw(queries(False, repeated_types=not typed, windows=SLIDING))
     compile_or_skip(text, typed=typed)
     _, phys = plan_for(text, typed=typed)
-    assume(phys.spec.shared_graph)
+    assume(kernel_spec(phys).shared_graph)
     events = data.draw(stream(typed, max_size=10, max_time=14))
     options = {} if budget is None else {"memory_budget": budget}
     shared = detected(text, events, typed, trend_set, **options)
@@ -189,7 +190,7 @@ def test_a_shared_graph_counts_each_window_when_the_block_has_too_many_paths():
     text = "PATTERN S+ s[] WITHIN 6 SLIDE 1"
     events = [{"id": i, "ts": i, "x": 0} for i in range(12)]
     _, phys = plan_for(text)
-    assert phys.spec.shared_graph
+    assert kernel_spec(phys).shared_graph
     want = reference_trends(text, events, trend_set="COMPLETE")
     assert max(map(len, want.values())) == 16  # a window of 6 events: its first, its last, any of the 4 between
     _, _, out = run_local(text, events, max_trends=16)  # the block has far more paths
@@ -232,7 +233,7 @@ def test_count_propagated_over_a_block_equals_each_window(data, approx):
             f"{' GROUP-BY g' if grouped else ''} WITHIN {within} SLIDE {slide}")  # fmt: skip
     plan, phys = plan_for(text, options=RunOptions.of(approx=approx))
     # [s.k] is an equal predicate on the step s → s: with another predicate, GRETA's general propagation
-    assert plan.find(Windows).propagate == phys.spec.propagate == (key != "[s.k]" or not op), text
+    assert plan.find(Windows).propagate == kernel_spec(phys).propagate == (key != "[s.k]" or not op), text
     shift, scale = data.draw(st.sampled_from([(0, 1), (-5, 1), (-3, 0.5)]))
     events = [dict(e, ts=(e["ts"] + shift) * scale) for e in data.draw(stream(False, max_size=12))]
     events = [dict(e, k=None) if e["id"] % 3 == 0 else e for e in events]  # null keys: in every part or none
@@ -254,8 +255,8 @@ def test_a_block_too_large_to_propagate_is_counted_window_by_window(predicate):
     def counts(spec):
         return {r["__wk"]: r["COUNT(*)"] for b in process.aggregate_table(spec, table) for r in b.to_pylist()}
 
-    small = dataclasses.replace(phys.spec, max_shared_cells=1)
-    assert counts(small) == counts(phys.spec)
+    small = dataclasses.replace(kernel_spec(phys), max_shared_cells=1)
+    assert counts(small) == counts(kernel_spec(phys))
     assert counts(small) == {r["__wk"]: r["COUNT(*)"] for r in run_local(text, events, sharing="copy")[2]}
 
 
@@ -272,7 +273,7 @@ def test_a_shared_graph_is_planned_where_no_trend_depends_on_its_window(text, ty
     plan, phys = plan_for(text, typed=typed)
     w = plan.find(Windows)
     assert w.sharing.choice == "blocks"
-    assert w.shared_graph == phys.spec.shared_graph == (why is None)
+    assert w.shared_graph == kernel_spec(phys).shared_graph == (why is None)
     assert ("each block's graph is built once" in w.sharing.reason) == (why is None)
     if why:
         assert f"its graph built on its own ({why}" in w.sharing.reason
@@ -366,7 +367,7 @@ def test_guard_count_equals_detected_rows(data, typed, trend_set):
     cols = sorted({k for e in events for k in e})
     options = RunOptions.of(trends=trend_set, max_trends=0)
     plan, phys = plan_for(text, typed=typed, types=types, options=options, columns=cols)
-    spec = phys.spec
+    spec = kernel_spec(phys)
     for _, graph in process.group_graphs(spec, kernel_table(plan, phys, events)):
         count, exact = greta.count_trends(graph.gt, spec.template, spec.trend_set)
         found = sum(1 for _ in kernel_trends(graph.gt, spec.trend_set, spec.template))
@@ -393,4 +394,4 @@ def test_counts_of_any_length_are_printed_and_refused_with_their_size():
     plan, phys = plan_for(text, options=RunOptions.of(trends="ALL", max_trends=10), columns=["id", "ts", "y"])
     table = kernel_table(plan, phys, [{"id": i, "ts": i, "y": i} for i in range(21_000)])
     with pytest.raises(TrendLimitExceeded, match=r"would return \d\.\d{3}e4\d{3} \(4,\d{3} digits\) all trends"):
-        list(process.detect_table(phys.spec, table))
+        list(process.detect_table(kernel_spec(phys), table))

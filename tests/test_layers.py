@@ -1,122 +1,160 @@
-"""The one-way import rule (README, Layout): each stage imports only the
-stages before it, the kernels only the base; no module imports another
-cetql module inside a function except where the reason is written beside it
-(start-up cost, an optional dependency) — never to dodge a cycle."""
+"""The house's shape, checked (docs/architecture.md): a folder per layer,
+imports that point down only, no import cycle anywhere — imports inside
+functions included — and a cetql import inside a function only for
+start-up cost or an optional dependency, saying which."""
 
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "cetql"
 
-# module (as installed) → its layer
+# Layers, bottom first: a module may import its own layer and those listed
+# for it.  The two backends stand side by side on what both need (`inputs`).
 LAYERS = {
-    "base": ["cetql.errors", "cetql.options"],
-    "syntax": ["cetql.ast", "cetql.parser", "cetql.printer", "cetql.grammar"],
-    "semantics": ["cetql.planner.semantics"],
-    "logical": ["cetql.planner.logical"],
-    "physical": ["cetql.planner.physical"],
-    "planning": ["cetql.planner.planning"],
-    "spark": ["cetql.planner.spark"],
-    "kernels": ["cetql.planner.kernels"],
+    "base": "cetql.base",
+    "language": "cetql.language",
+    "kernels": "cetql.kernels",
+    "semantics": "cetql.planner.semantics",
+    "logical": "cetql.planner.logical",
+    "physical": "cetql.planner.physical",
+    "planner": "cetql.planner",  # planning, explain: over the planner's stages
+    "inputs": "cetql.backends.inputs",
+    "spark": "cetql.backends.spark",
+    "embedded": "cetql.backends.embedded",
+    "surfaces": "cetql.surfaces",
+    "package": "cetql",  # the package's face (lazy names) and `python -m cetql`
 }
-# what each layer may import (besides itself); the API modules (cetql.query,
-# runtime, cli, …) sit above all of them and may import any.
-ALLOWED = {
+BELOW = {
     "base": set(),
-    "syntax": {"base"},
-    "semantics": {"base", "syntax"},
-    "logical": {"base", "syntax", "semantics"},
-    "physical": {"base", "syntax", "semantics", "logical", "kernels"},
-    "planning": {"base", "syntax", "semantics", "logical", "physical", "kernels"},
-    "spark": {"base", "syntax", "semantics", "logical", "physical", "kernels"},
+    "language": {"base"},
     "kernels": {"base"},
+    "semantics": {"base", "language", "kernels"},
+    "logical": {"base", "language", "kernels", "semantics"},
+    "physical": {"base", "language", "kernels", "semantics", "logical"},
+    "planner": {"base", "language", "kernels", "semantics", "logical", "physical"},
 }
+BELOW["inputs"] = BELOW["planner"] | {"planner"}
+BELOW["spark"] = BELOW["inputs"] | {"inputs"}
+BELOW["embedded"] = BELOW["inputs"] | {"inputs"}
+BELOW["surfaces"] = BELOW["inputs"] | {"inputs", "spark", "embedded"}
+BELOW["package"] = set(LAYERS) - {"package"}
+
+# The words a function-level import's comment must use: why it is not at the top.
+REASONS = ("start-up", "optional")
 
 
-def _installed_name(path: Path) -> str:
-    rel = path.relative_to(ROOT).with_suffix("")
-    parts = list(rel.parts)
-    if parts[0] == "planner":
-        parts = ["cetql", "planner", *parts[1:]]
-    elif parts[0] == "grammar":
-        parts = ["cetql", "grammar", *parts[1:]]
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
+def layer_of(module: str) -> str | None:
+    found = [name for name, prefix in LAYERS.items() if module == prefix or module.startswith(prefix + ".")]
+    return max(found, key=lambda name: len(LAYERS[name])) if found else None
 
 
-def _layer(module: str) -> str | None:
-    for layer, prefixes in LAYERS.items():
-        if any(module == p or module.startswith(p + ".") for p in prefixes):
-            return layer
-    return None
+def modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
 
 
-def _modules():
-    for folder in ("cetql", "planner", "grammar"):
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            yield path, _installed_name(path)
-
-
-def _imports(path: Path, name: str):
-    """(imported cetql module, line, inside a function?) for each import."""
+def imports(name: str, path: Path, known: dict[str, Path]):
+    """(imported cetql module, line, inside a function?) for each import of a cetql module."""
     tree = ast.parse(path.read_text())
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    functions = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for inner in ast.walk(node):
-                if isinstance(inner, (ast.Import, ast.ImportFrom)):
-                    functions.add(id(inner))
+    inside = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+              for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))}  # fmt: skip
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
             if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
-            targets = [target] + ([f"{target}.{a.name}" for a in node.names] if node.level or target.startswith("cetql") else [])
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            subs = [f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in known]
+            targets = subs or [base]
         elif isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         else:
             continue
         for t in targets:
-            if t == "cetql" or t.startswith("cetql."):
-                yield t, node.lineno, id(node) in functions, path
+            while t not in known and "." in t:
+                t = t.rsplit(".", 1)[0]
+            if t in known and t != name:
+                yield t, node.lineno, id(node) in inside
 
 
-def test_imports_point_one_way():
-    wrong = []
-    for path, name in _modules():
-        mine = _layer(name)
-        if mine is None:
-            continue
-        for target, line, _, _ in _imports(path, name):
-            theirs = _layer(target)
-            if target == "cetql" or theirs is None:
-                if mine != "base" and target in ("cetql",):
-                    continue
-                if theirs is None and target.startswith("cetql.") and _layer(target) is None:
-                    # an API module (cetql.query, …) imported from a stage
-                    wrong.append(f"{path.relative_to(ROOT)}:{line}: {mine} imports {target} (the API)")
-                continue
-            if theirs != mine and theirs not in ALLOWED[mine]:
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: {t for t, _, _ in imports(name, path, known)} for name, path in known.items()}
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(g[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_every_module_is_in_a_layer():
+    assert not [m for m in modules() if layer_of(m) is None]
+
+
+def test_imports_point_down():
+    known, wrong = modules(), []
+    for name, path in known.items():
+        mine = layer_of(name)
+        for target, line, _ in imports(name, path, known):
+            theirs = layer_of(target)
+            if theirs != mine and theirs not in BELOW[mine] and target != "cetql":
                 wrong.append(f"{path.relative_to(ROOT)}:{line}: {mine} imports {target} ({theirs})")
     assert not wrong, "\n".join(wrong)
 
 
-def test_function_level_imports_of_cetql_say_why():
+def test_no_import_cycle():
+    """Function-level imports count: a cycle they hide is still a cycle."""
+    found = cycles(graph())
+    assert not found, "\n".join(" ↔ ".join(c) for c in found)
+
+
+def test_the_cycle_check_finds_cycles():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_function_level_imports_say_why():
     """A cetql import inside a function is for start-up cost or an optional
-    extra, and says so on the line before or on the line itself."""
-    unexplained = []
-    for path, name in _modules():
+    dependency, and its comment (on the line or the one before) says which."""
+    known, unexplained = modules(), []
+    for name, path in known.items():
         lines = path.read_text().splitlines()
-        for target, line, inside, _ in _imports(path, name):
-            if not inside:
-                continue
-            here = lines[line - 1]
-            before = lines[line - 2] if line >= 2 else ""
-            if "#" not in here and "#" not in before:
+        for target, line, inside in imports(name, path, known):
+            said = lines[line - 1] + (lines[line - 2] if line >= 2 else "")
+            if inside and not any(r in said for r in REASONS):
                 unexplained.append(f"{path.relative_to(ROOT)}:{line}: {target}")
     assert not unexplained, "\n".join(sorted(set(unexplained)))

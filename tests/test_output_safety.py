@@ -31,11 +31,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from processes import spark_env
 
-from cetql import output
-from cetql.cli import main
-from cetql.errors import UsageError
-from cetql.options import OutputFormat, OutputMode
-from cetql.repl import HELP, Shell
+from cetql.base.errors import UsageError
+from cetql.base.options import OutputFormat, OutputMode
+from cetql.surfaces import output
+from cetql.surfaces.cli.main import main
+from cetql.surfaces.repl import HELP, Shell
 
 ROOT = Path(__file__).parent.parent
 KITING = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10"

@@ -5,11 +5,11 @@ import subprocess
 import sys
 
 
-def test_planner_and_grammar_live_under_cetql(tmp_path):
+def test_everything_lives_under_cetql(tmp_path):
     code = (
-        "import importlib.util as u, cetql.planner, cetql.grammar;"
+        "import importlib.util as u, cetql.planner, cetql.language.grammar;"
         "print(u.find_spec('planner'), u.find_spec('grammar'));"
-        "print(len(cetql.grammar.grammar_text()) > 1000)"
+        "print(len(cetql.language.grammar.grammar_text()) > 1000)"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["None", "None", "True"]

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from cetql.errors import QuerySemanticError, UsageError
-from cetql.explain import explain_data
-from cetql.options import RunOptions
-from cetql.parser import parse
+from cetql.base.errors import QuerySemanticError, UsageError
+from cetql.base.options import RunOptions
+from cetql.language.parser import parse
+from cetql.planner.explain import explain_data
 from cetql.planner.logical.build import build
 from cetql.planner.logical.plan import Inputs, Resources
 from cetql.planner.semantics import ir
@@ -183,7 +183,7 @@ def test_memory_budget_is_planned_and_explained(options, resources, budget, sour
     """The budget comes from --memory-budget, else half the session's
     executor memory, else half of Spark's default; half of it bounds the
     stored edges (at the planned bytes an edge), the other half the batch."""
-    from cetql.options import BATCH_EVENT_BYTES, EDGE_BYTES
+    from cetql.base.options import BATCH_EVENT_BYTES, EDGE_BYTES
 
     plan = plan_of("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100", resources=resources, **options)
     d = plan.root

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cetql
-from cetql.errors import UsageError
+from cetql.base.errors import UsageError
 
 
 def _windows_of(t: int, length: Decimal, slide: Decimal) -> set[Decimal]:
@@ -86,7 +86,7 @@ def test_an_approximate_count_past_a_double_is_an_error_not_infinity():
     Approximate counting says so, naming the window; exact counting counts."""
     from harness import run_local
 
-    from cetql.planner.kernels.errors import AggregateOverflow
+    from cetql.kernels.errors import AggregateOverflow
 
     events = [{"id": i, "ts": i} for i in range(1100)]
     with pytest.raises(AggregateOverflow, match=r"COUNT\(\*\) passed the range of a double .* window \[0, 2000\)"):

@@ -46,7 +46,7 @@ from pathlib import Path
 import pytest
 from test_gen import SMALL
 
-from cetql.cli import main
+from cetql.surfaces.cli.main import main
 
 ROOT = Path(__file__).parent.parent
 FULL = os.environ.get("CETQL_DOCS") == "full"
@@ -220,7 +220,7 @@ def test_examples_command(spark, folders, monkeypatch, capsys, cmd):
     if FULL or cmd.argv[0] != "run":
         _check(cmd, *_run(cmd, capsys))
         return
-    monkeypatch.setattr("cetql.cli.get_spark", _stop)
+    monkeypatch.setattr("cetql.surfaces.cli.main.get_spark", _stop)
     try:
         code = main(cmd.argv)
     except _SparkWouldStart:

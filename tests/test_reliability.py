@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from processes import free_port, spark_env, start, stop, wait_for_port
 
-from cetql.cli import main
+from cetql.surfaces.cli.main import main
 
 KITING = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10"
 RISING = "PATTERN S+ s[] WHERE s[i].x > s[i-1].x WITHIN 10"

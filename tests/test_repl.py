@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pexpect
 
-from cetql.repl import Shell, _entries_from, is_complete
+from cetql.surfaces.repl import Shell, _entries_from, is_complete
 
 ROOT = Path(__file__).parent.parent
 CHECKS = ROOT / "examples" / "data" / "checks.csv"

@@ -6,8 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cetql
-from cetql import ast as A
-from cetql.parser import TIME_UNITS
+from cetql.language import ast as A
+from cetql.language.units import UNIT_SECONDS as TIME_UNITS
 
 KEYWORDS = {
     "PATTERN", "WHERE", "RETURN", "AGG", "WITHIN", "SLIDE", "TRENDS", "APPROX", "SEQ", "NOT", "AND", "OR",

@@ -8,9 +8,9 @@ from decimal import Decimal
 
 import pytest
 
-from cetql.errors import QuerySemanticError, UsageError, shared_keyed_event
-from cetql.options import Algorithm, Completeness, Index, RunOptions, Sharing, Strategy, TrendSet
-from cetql.parser import parse
+from cetql.base.errors import QuerySemanticError, UsageError, shared_keyed_event
+from cetql.base.options import Algorithm, Completeness, Index, RunOptions, Sharing, Strategy, TrendSet
+from cetql.language.parser import parse
 from cetql.planner.logical import build as B
 from cetql.planner.logical.plan import (
     Decision,

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import cetql
-from cetql import ast as A
+from cetql.language import ast as A
 from cetql.planner.logical.plan import Partition
 from cetql.planner.semantics import ir
 from cetql.planner.semantics.template import describe

@@ -21,9 +21,10 @@ import pyarrow.parquet as pq
 import pytest
 from processes import descendants, free_port, spark_env, start, stop, wait_for_port
 
-from cetql import serve, session
-from cetql.cli import main
-from cetql.errors import UsageError
+from cetql.backends.spark import session
+from cetql.base.errors import UsageError
+from cetql.surfaces.cli.main import main
+from cetql.surfaces.serve import server as serve
 
 ROOT = Path(__file__).parent.parent
 CHECKS = ROOT / "examples" / "data" / "checks.csv"

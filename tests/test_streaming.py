@@ -45,12 +45,12 @@ from test_aggregate_spark import _with_case as aggregation_with_case
 from test_detect_spark import _with_case as detection_with_case
 
 import cetql
-from cetql.errors import QueryError, UsageError
-from cetql.options import RunOptions
-from cetql.planner.kernels.stream import OFFSET
-from cetql.planner.spark.streaming import PROVIDER, ROCKSDB
-from cetql.printer import aggregate_to_text
-from cetql.streaming import CHANGELOG, metrics
+from cetql.backends.spark.streaming import PROVIDER, ROCKSDB
+from cetql.base.errors import QueryError, UsageError
+from cetql.base.options import RunOptions
+from cetql.kernels.stream import OFFSET
+from cetql.language.printer import aggregate_to_text
+from cetql.surfaces.cli.stream import CHANGELOG, metrics
 
 ONCE = settings(
     max_examples=1, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate]
@@ -366,15 +366,15 @@ def test_explain_prints_the_stream_plan_that_runs(streams, tmp_path, monkeypatch
     plan a stream of that folder runs — the stateful operator with its key,
     clock, watermark, state, timers and late-event policy — field for field,
     and its JSON reads back as the very plan."""
-    from cetql import runtime
-    from cetql.cli import main
+    from cetql.backends.spark import resources as spark_resources
     from cetql.planner.physical.data import from_data, to_data
-    from cetql.streaming import stream_inputs
+    from cetql.surfaces.cli.main import main
+    from cetql.surfaces.cli.stream import stream_inputs
 
     write_files(tmp_path / "in", [[FLUSH]])
     folder = str(tmp_path / "in")
-    resources = runtime.session_resources(streams)
-    monkeypatch.setattr(runtime, "local_resources", lambda: (resources.executor_memory, resources.task_slots))
+    resources = spark_resources.session_resources(streams)
+    monkeypatch.setattr(spark_resources, "local_resources", lambda: (resources.executor_memory, resources.task_slots))
     text = "RETURN k, COUNT(*) PATTERN A+ a[] WHERE [k] GROUP-BY k WITHIN 10 SLIDE 2"
     (tmp_path / "q.cet").write_text(text)
     args = ["compile", str(tmp_path / "q.cet"), "--input", folder, "--stream", "--watermark", "3 s", "--id-col", "id"]

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from processes import spark_env, stop
 
-from cetql.cli import main
-from cetql.planner.spark.streaming import PROVIDER
-from cetql.streaming import CHANGELOG
+from cetql.backends.spark.streaming import PROVIDER
+from cetql.surfaces.cli.main import main
+from cetql.surfaces.cli.stream import CHANGELOG
 
 KITING = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst\nWITHIN 20 SLIDE 10\n"
 

@@ -29,9 +29,10 @@ from harness import kernel_table, plan_for, run_local
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from cetql.options import RunOptions
-from cetql.planner.kernels import stream as S
-from cetql.planner.spark import streaming
+from cetql.backends.spark import streaming
+from cetql.base.options import RunOptions
+from cetql.kernels import stream as S
+from cetql.planner.physical.kernel import kernel_spec
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 CLOCK = S.Clock(Fraction(1000))  # numeric seconds
@@ -46,15 +47,15 @@ def stream_spec(phys) -> S.StreamSpec:
         return spec
     w = phys.windows
     copies = S.ONE if w.sharing is None else S.BLOCKS if w.block else S.COPY
-    return S.StreamSpec(phys.spec, copies, streaming._number(w.length), streaming._number(w.slide), CLOCK)
+    return S.StreamSpec(kernel_spec(phys), copies, streaming._number(w.length), streaming._number(w.slide), CLOCK)
 
 
 def replay(plan, phys, events, batches, delay_ms):
     """(output rows, ids of late events, state sizes after each batch)."""
     spec = stream_spec(phys)
     table = kernel_table(plan, phys, events)
-    ids = table.column(phys.spec.columns.id).to_pylist()
-    group = list(phys.spec.columns.group)
+    ids = table.column(kernel_spec(phys).columns.id).to_pylist()
+    group = list(kernel_spec(phys).columns.group)
     state: dict = {}  # key → list of tables
     timers: dict = {}  # key → set of clocks
     out, late_ids, sizes = [], set(), []
@@ -180,14 +181,14 @@ def test_late_events_are_exactly_those_behind_the_watermark(data):
     spec = stream_spec(phys)
     counted = 0
     watermark, latest, expected = 0, None, set()
-    passing = set(table.column(phys.spec.columns.id).to_pylist())
+    passing = set(table.column(kernel_spec(phys).columns.id).to_pylist())
     for batch in batches:
         expected |= {e["id"] for e in batch if e["id"] in passing and e["ts"] * 1000 + S.OFFSET <= watermark}
         chosen = {e["id"] for e in batch}
         rows = table.filter(
-            pa.array([i in chosen for i in table.column(phys.spec.columns.id).to_pylist()], type=pa.bool_())
+            pa.array([i in chosen for i in table.column(kernel_spec(phys).columns.id).to_pylist()], type=pa.bool_())
         )
-        for packed in S.pack_fn(list(phys.spec.columns.group))(iter(rows.to_batches())):
+        for packed in S.pack_fn(list(kernel_spec(phys).columns.group))(iter(rows.to_batches())):
             for blob in packed.column("blob").to_pylist():
                 counted += S.accept(spec, S.from_ipc([blob]), watermark)[1]
         if batch:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from test_readme import README
 
-from cetql.cli import main
+from cetql.surfaces.cli.main import main
 
 ROOT = Path(__file__).parent.parent
 KITING = ROOT / "examples" / "kiting.cet"
@@ -112,7 +112,7 @@ def no_spark(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("Spark was started")
 
-    monkeypatch.setattr("cetql.cli.get_spark", refuse)
+    monkeypatch.setattr("cetql.surfaces.cli.main.get_spark", refuse)
 
 
 @pytest.mark.parametrize(

@@ -16,12 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cetql
-from cetql import errors as E
-from cetql.cli import main
-from cetql.extension import cet
-from cetql.options import option_names
+from cetql.base import errors as E
+from cetql.base.options import option_names
 from cetql.planner.semantics.schema import parse_ddl
-from cetql.repl import Shell
+from cetql.surfaces.api.extension import cet
+from cetql.surfaces.cli.main import main
+from cetql.surfaces.repl import Shell
 
 ROOT = Path(__file__).parent.parent
 CHECKS = ROOT / "examples" / "data" / "checks.csv"
@@ -36,8 +36,8 @@ def no_spark(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("Spark was started")
 
-    monkeypatch.setattr("cetql.runtime.get_spark", refuse)
-    monkeypatch.setattr("cetql.cli.get_spark", refuse)
+    monkeypatch.setattr("cetql.surfaces.api.runtime.get_spark", refuse)
+    monkeypatch.setattr("cetql.surfaces.cli.main.get_spark", refuse)
 
 
 def _raised(call) -> E.CetqlError:
@@ -111,7 +111,7 @@ def test_spoken_leaves_no_option_flag_for_python(words):
 def test_every_run_option_has_its_flag():
     """The table `spoken` renders with covers every run option, and each
     flag is one `cetql run` takes."""
-    from cetql.cli import build_parser
+    from cetql.surfaces.cli.main import build_parser
 
     run = next(a for a in build_parser()._subparsers._group_actions[0].choices.items() if a[0] == "run")[1]
     flags = {s for action in run._actions for s in action.option_strings}
@@ -205,7 +205,7 @@ def test_explain_prints_as_dataframe_explain_does(capsys):
 def test_errors_raised_in_workers_keep_the_command_lines_words():
     """A kernel's error crosses to the driver as traceback text, which the
     CLI prints as it is (cetql.failures): it must stay in the CLI's words."""
-    from cetql.planner.kernels.errors import TrendLimitExceeded
+    from cetql.kernels.errors import TrendLimitExceeded
 
     text = "more than --max-trends 10,000,000; raise --max-trends (0: no limit)"
     assert str(TrendLimitExceeded(text)) == text

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cetql import progress as P
-from cetql.cli import main
+from cetql.surfaces import progress as P
+from cetql.surfaces.cli.main import main
 
 ROOT = Path(__file__).parent.parent
 CHECKS = ROOT / "examples" / "data" / "checks.csv"

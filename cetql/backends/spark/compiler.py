@@ -1,0 +1,323 @@
+"""The Spark compiler: a physical plan → a lazy DataFrame, one function per
+operator.  Every decision — names, casts, window arithmetic, partition count,
+strategy, pre-filter — was taken by the plan; this module only spells it in
+Spark, and runs no job.
+
+    scan → filter → windows → partition → detect | aggregate
+
+DataFrame API only (no RDDs, no JVM handles), so the same plan runs on
+classic Spark and on Spark Connect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+from cetql.backends.inputs import refusals
+from cetql.backends.spark import checks, reader
+from cetql.backends.spark.distributed import extract
+from cetql.backends.spark.exchange import sorted_groups
+from cetql.backends.spark.exprs import column
+from cetql.base.options import Strategy
+from cetql.kernels import process
+from cetql.planner.logical.plan import InvalidRows
+from cetql.planner.physical.kernel import kernel_spec
+from cetql.planner.physical.plan import Arithmetic, Bounds, Detect, PhysicalPlan, TimeCast
+
+INVALID = "cetql: invalid value"  # the start of every message `raise_error` gives for a bad row
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input: its DataFrame, and how the reader saw it (None for a
+    DataFrame or table given as such)."""
+
+    df: DataFrame
+    source: reader.Source | None = None
+
+
+def compile_plan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
+    """The plan's result as a lazy DataFrame."""
+    df = partitioned(plan, inputs)
+    if isinstance(plan.root, Detect):
+        return detect(plan, df)
+    return aggregate(plan, df)
+
+
+def kernel_input(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
+    """The rows the kernel of the plan's root receives, unsorted (`cetql draw`
+    takes one group of them)."""
+    return _kernel_columns(plan, partitioned(plan, inputs))
+
+
+def partitioned(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
+    """Scan → Filter → Windows → Partition, compiled."""
+    return partition(plan, windows(plan, filter_events(plan, scan(plan, inputs))))
+
+
+# ---------------------------------------------------------------- Scan
+
+
+def _time(cast: TimeCast, t):
+    return {
+        TimeCast.NUMBER: lambda: t,
+        TimeCast.MICROS: lambda: F.unix_micros(t.cast("timestamp")),
+        TimeCast.MICROS_TO_NANOS: lambda: F.unix_micros(t.cast("timestamp")) * F.lit(1000),
+        TimeCast.NANOS: lambda: t.cast("long"),
+        TimeCast.EMPTY: lambda: t.cast("double"),
+    }[cast]()
+
+
+def scan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
+    """The events: the inputs' columns (typed), plus id, time and type; rows
+    with an invalid time or an unreadable value fail the query or are dropped."""
+    op, n = plan.scan, plan.names
+    frames = []
+    for si in op.inputs:
+        inp = inputs[si.type_name]
+        df, bad = inp.df, F.lit(None).cast("string")
+        if si.text:
+            typed = {}
+            for c in inp.source.columns:
+                value, invalid = reader.cast_column(inp.source, c.name)
+                typed[c.name] = value
+                if c.name in op.checked:
+                    bad = F.when(invalid, F.lit(c.name)).otherwise(bad)
+            df = df.select(*[typed[c].alias(c) for c in df.columns], bad.alias(n.bad))
+        else:
+            df = df.withColumn(n.bad, bad)
+        ident = F.col(f"`{op.id_col}`") if op.id_col else F.monotonically_increasing_id()
+        time = _time(si.time_cast, F.col(f"`{op.time_col}`"))
+        df = df.withColumn(n.id, ident).withColumn(n.time, time)
+        df = df.withColumn(n.type, F.lit(si.type_name).cast("string"))
+        if si.time_cast == TimeCast.NANOS:  # rows show the time to the microsecond; n.time keeps every nanosecond
+            df = df.withColumn(op.time_col, F.timestamp_micros(F.floor(F.col(n.time) / 1000).cast("long")))
+        frames.append(df)
+    out = frames[0]
+    for f in frames[1:]:
+        out = out.unionByName(f, allowMissingColumns=True)
+    t = F.col(n.time)
+    invalid_time = t.isNull()
+    if op.nan_times:
+        invalid_time = invalid_time | F.isnan(t) | (F.abs(t) == float("inf"))
+    why = (F.when(invalid_time, F.lit(f"{INVALID}: time column '{op.time_col}' is null, NaN or infinite"))
+           .when(F.col(n.bad).isNotNull(), F.concat(F.lit(f"{INVALID} in column '"), F.col(n.bad), F.lit("'"))))  # fmt: skip
+    if op.invalid == InvalidRows.DROP:
+        out = out.filter(why.isNull())
+    else:
+        out = out.withColumn(n.time, F.when(why.isNull(), t).otherwise(F.raise_error(why).cast(out.schema[n.time].dataType)))
+    out = out.drop(n.bad)
+    if op.id_col and op.unique_ids:  # a user's ids identify events: present and unique across the inputs
+        out = checks.check_ids(out, n.id, drop=op.invalid == InvalidRows.DROP, label=op.id_col)
+    elif op.id_col:  # a stream's: present (unique over a stream with no end cannot be checked)
+        out = checks.check_present_ids(out, n.id, drop=op.invalid == InvalidRows.DROP, label=op.id_col)
+    return out
+
+
+# ---------------------------------------------------------------- Filter
+
+
+def filter_events(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
+    """Constant conditions, then one mask column per position; events that
+    may take no position are dropped."""
+    op = plan.filter
+    if op.constant is not None:
+        df = df.filter(F.coalesce(column(op.constant), F.lit(False)))
+    any_state = F.lit(False)
+    for m in op.masks:
+        df = df.withColumn(m.column, F.coalesce(column(m.definition), F.lit(False)))
+        any_state = any_state | F.col(m.column)
+    return df.filter(any_state)
+
+
+# ---------------------------------------------------------------- Windows
+
+
+def _exact_time(plan: PhysicalPlan) -> str:
+    """The internal time as a SQL expression in the plan's arithmetic."""
+    t = f"`{plan.names.time}`"
+    w = plan.windows
+    if w.arithmetic == Arithmetic.INTEGER:
+        return t
+    return f"try_cast({t} AS DECIMAL(38, {w.scale}))"
+
+
+def number(v) -> str:
+    """An exact number as a SQL literal: an integer, or a decimal written out
+    (never an exponent, which Spark would read as a double)."""
+    return str(v) if isinstance(v, int) else format(v, "f")
+
+
+def _floor_div(x: str, s) -> str:
+    """floor(x / s), exactly: in integers or decimals (Spark's `/` goes
+    through a double, which is wrong for epoch nanoseconds and for 0.1)."""
+    s = number(s)
+    return f"((({x}) - pmod({x}, {s})) div {s})"
+
+
+def windows(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
+    """One row per (event, window it falls in) — or per (event, block) —:
+    windows [k*s, k*s + w) in the plan's exact arithmetic."""
+    n, w = plan.names, plan.windows
+    t = _exact_time(plan)
+    k_hi = F.expr(_floor_div(t, w.slide))
+    k_lo = F.expr(f"{_floor_div(f'({t} - {number(w.length)})', w.slide)} + 1")
+    if w.sharing is None:
+        return df.withColumn(n.window, k_hi)
+    if w.block:
+        df = df.withColumn(n.window_lo, k_lo).withColumn(n.window_hi, k_hi)
+        b_lo, b_hi = F.expr(_floor_div(f"`{n.window_lo}`", w.block)), F.expr(_floor_div(f"`{n.window_hi}`", w.block))
+        return df.withColumn(n.window, F.explode(F.sequence(b_lo, b_hi)))
+    return df.withColumn(n.window, F.explode(F.sequence(k_lo, k_hi)))
+
+
+def window_bounds(plan: PhysicalPlan):
+    """(window_start, window_end) columns from the window index."""
+    w = plan.windows
+    start = F.expr(f"`{plan.names.window}` * {number(w.slide)}")
+    end = F.expr(f"`{plan.names.window}` * {number(w.slide)} + {number(w.length)}")
+    if w.bounds == Bounds.TIMESTAMP:
+        return F.timestamp_micros(start.cast("long")), F.timestamp_micros(end.cast("long"))
+    if w.bounds == Bounds.TIMESTAMP_NS:
+        return (F.timestamp_micros(F.floor(start / 1000).cast("long")),
+                F.timestamp_micros(F.floor(end / 1000).cast("long")))  # fmt: skip
+    if w.bounds == Bounds.DECIMAL:
+        kind = f"decimal(38,{w.bounds_scale})"
+        return start.cast(kind), end.cast(kind)
+    if w.bounds == Bounds.DOUBLE:
+        return start.cast("double"), end.cast("double")
+    return start.cast("long"), end.cast("long")
+
+
+# ---------------------------------------------------------------- Partition
+
+
+def partition(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
+    """Key columns (rows with a null key are in no trend) and the columns the
+    kernel splits groups by."""
+    op = plan.partition
+    for k in op.keys:
+        df = df.filter(F.col(f"`{k.attr}`").isNotNull()).withColumn(k.column, F.col(f"`{k.attr}`"))
+    for k in op.subkeys:
+        df = df.withColumn(k.column, F.col(f"`{k.attr}`"))
+    for k in op.state_keys:
+        df = df.withColumn(k.column, F.col(f"`{k.attr}`"))
+    return df
+
+
+# ---------------------------------------------------------------- Detect / Aggregate
+
+
+def _kernel_columns(plan: PhysicalPlan, df: DataFrame, extra: tuple[str, ...] = ()) -> DataFrame:
+    n, part = plan.names, plan.partition
+    for d in plan.root.derived:
+        df = df.withColumn(d.column, column(d.definition))
+    cols = [*part.group, n.time, n.id, *(m.column for m in plan.filter.masks)]
+    if plan.windows.block:
+        cols += [n.window_lo, n.window_hi]
+    cols += [d.column for d in plan.root.derived] + [k.column for k in part.subkeys]
+    cols += [k.column for k in part.state_keys] + list(extra)
+    return df.select(*dict.fromkeys(cols))
+
+
+def _with_rows(plan: PhysicalPlan, df: DataFrame) -> tuple[DataFrame, tuple[str, ...]]:
+    if not plan.root.with_rows:
+        return df, ()
+    user = [c for c in df.columns if not c.startswith(plan.names.prefix)]
+    return df.withColumn(plan.names.row, F.struct(*[F.col(f"`{c}`") for c in user])), (plan.names.row,)
+
+
+def detect(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
+    spec = kernel_spec(plan)
+    df, extra = _with_rows(plan, df)
+    df = _kernel_columns(plan, df, extra)
+    if plan.root.strategy == Strategy.DISTRIBUTED:
+        trends = extract(plan, spec, df)
+    else:
+        df = sorted_groups(plan, df)
+        schema = process.detect_schema(spec, to_arrow_schema(df.schema))
+        trends = df.mapInArrow(process.detect_fn(spec), from_arrow_schema(schema))
+    start, end = window_bounds(plan)
+    cols = [start.alias("window_start"), end.alias("window_end")]
+    cols += [F.col(k.column).alias(k.attr) for k in plan.partition.keys]
+    cols += [F.col("events"), F.col("length")] + ([F.col("rows")] if plan.root.with_rows else [])
+    return trends.select(*cols)
+
+
+def aggregate(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
+    spec = kernel_spec(plan)
+    df = sorted_groups(plan, _kernel_columns(plan, df))
+    schema = process.aggregate_schema(spec, to_arrow_schema(df.schema))
+    out = df.mapInArrow(process.aggregate_fn(spec), from_arrow_schema(schema))
+    start, end = window_bounds(plan)
+    cols = [start.alias("window_start"), end.alias("window_end")]
+    cols += [F.col(k.column).alias(k.attr) for k in plan.partition.keys if k.output is not None]
+    cols += [F.col(f"`{t.name}`") for t in spec.targets]
+    return out.select(*cols)
+
+
+# ---------------------------------------------------------------- after a failure, or on request
+
+
+def diagnose_invalid(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> str:
+    """Why the scan refused rows, with counts and a sample (one small job per
+    input; run only after a query failed on an invalid row)."""
+    op = plan.scan
+    parts = []
+    for si in op.inputs:
+        inp = inputs[si.type_name]
+        where = f" of input {si.type_name}" if si.type_name else ""
+        df, aggs, labels = inp.df, [], []
+        for name in op.checked:
+            if name not in df.columns:
+                continue
+            if si.text:
+                typed, invalid = reader.cast_column(inp.source, name)
+                aggs += [F.sum(invalid.cast("long")), F.first(F.when(invalid, F.col(f"`{name}`")), ignorenulls=True)]
+                labels.append(("invalid", name, next(c.type for c in inp.source.columns if c.name == name)))
+            else:
+                typed = F.col(f"`{name}`")
+            if name == op.time_col:
+                bad = typed.isNull()
+                if op.nan_times:
+                    bad = bad | F.isnan(typed) | (F.abs(typed) == float("inf"))
+                aggs.append(F.sum(bad.cast("long")))
+                labels.append(("time", name, None))
+        if aggs:
+            parts += _describe_counts(list(df.agg(*aggs).collect()[0]), labels, where)
+    if not parts:
+        return "an input row was refused (null time or unreadable value)"
+    return "; ".join(parts) + refusals.ROWS_ADVICE
+
+
+def _describe_counts(values: list, labels: list, where: str) -> list[str]:
+    parts = []
+    for kind, name, typ in labels:
+        if kind == "invalid":
+            n, sample = values.pop(0), values.pop(0)
+            if n:
+                what = {"bigint": "a whole number", "double": "a number", "timestamp": "a time",
+                        "boolean": "true or false"}.get(typ, typ)  # fmt: skip
+                parts.append(f"column '{name}'{where} holds {n:,} value(s) that cannot be read as {what} "
+                             f"(e.g. {sample!r})")  # fmt: skip
+        else:
+            n = values.pop(0)
+            if n:
+                parts.append(refusals.no_time(name, n, where))
+    return parts
+
+
+def count_invalid(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> int:
+    """How many input rows --drop-invalid drops (one job; asked for by the CLI's summary)."""
+    kept = scan(plan, inputs).count()
+    return sum(i.df.count() for i in inputs.values()) - kept
+
+
+def events(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> tuple[DataFrame, str]:
+    """The scanned events (before windows) and the name of their id column:
+    for looking up the events of a few trends."""
+    return scan(plan, inputs), plan.names.id

@@ -1,0 +1,134 @@
+"""Kernel expressions (`spec.Expr`) evaluated in Python — the one evaluator
+of the kernels and of the tests, as Spark evaluates the same expression
+(`cetql.planner.spark.exprs`).
+
+`compile_expr(e)` turns an expression into a function `f(env)`, where
+`env[slot]` is the row an attribute of that slot is read from
+(`env[slot][column]`); `evaluate(e, env)` evaluates one.  SQL three-valued
+logic: a null operand makes a comparison or an arithmetic result null,
+values that cannot be compared compare as null, division and modulo by zero
+are null, AND and OR are absorbing; comparisons are Spark SQL's (`values`:
+NaN = NaN, NaN above every number, decimals against doubles as doubles).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from decimal import Decimal
+
+from cetql.base.errors import ParameterError
+from cetql.kernels import spec as K
+from cetql.kernels.values import compare
+
+
+def _mixed(a, b):
+    """Decimal with float: both as float (as Spark does)."""
+    if isinstance(a, Decimal) and isinstance(b, float):
+        return float(a), b
+    if isinstance(b, Decimal) and isinstance(a, float):
+        return a, float(b)
+    return a, b
+
+
+def _modulo(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        try:
+            return math.fmod(a, b)
+        except ValueError:  # an infinite dividend: Spark gives NaN
+            return math.nan
+    r = abs(a) % abs(b)  # SQL: the sign of the dividend
+    return -r if a < 0 else r
+
+
+def arith(op: str, a, b):
+    """`a OP b` for op in + - * / %, as Spark computes it (null for a null
+    operand or a zero divisor)."""
+    if a is None or b is None:
+        return None
+    a, b = _mixed(a, b)
+    try:
+        if op == "+":
+            return a + b
+        if op == "-":
+            return a - b
+        if op == "*":
+            return a * b
+        if b == 0:
+            return None
+        return a / b if op == "/" else _modulo(a, b)
+    except (TypeError, OverflowError):
+        return None
+
+
+def _connective(fs: list, absorbing: bool):
+    def connective(env):
+        result = not absorbing
+        for g in fs:
+            v = g(env)
+            if v is absorbing:
+                return absorbing
+            if v is None:
+                result = None
+        return result
+
+    return connective
+
+
+def compile_expr(e: K.Expr) -> Callable[[dict], object]:
+    """The expression as a function of `env` (see the module)."""
+    match e:
+        case K.Lit(value=v):
+            v = float(v) if isinstance(v, Decimal) else v
+            return lambda _env: v
+        case K.Col(slot=slot, column=col):
+            return lambda env: env[slot][col]
+        case K.Param(name=n):
+            raise ParameterError(K.unbound(n))
+        case K.Neg(operand=x):
+            f = compile_expr(x)
+
+            def neg(env):
+                v = f(env)
+                return None if v is None else -v
+
+            return neg
+        case K.Arith(op=op, left=a, right=b):
+            fa, fb = compile_expr(a), compile_expr(b)
+            return lambda env: arith(op, fa(env), fb(env))
+        case K.Cmp(op=op, left=a, right=b):
+            fa, fb = compile_expr(a), compile_expr(b)
+            return lambda env: compare(op, fa(env), fb(env))
+        case K.And(items=xs):
+            return _connective([compile_expr(x) for x in xs], absorbing=False)
+        case K.Or(items=xs):
+            return _connective([compile_expr(x) for x in xs], absorbing=True)
+        case K.Not(operand=x):
+            f = compile_expr(x)
+
+            def negate(env):
+                v = f(env)
+                return None if v is None else not v
+
+            return negate
+        case K.IsNotNull(operand=x):
+            f = compile_expr(x)
+            return lambda env: f(env) is not None
+    raise TypeError(f"not a kernel expression: {e!r}")
+
+
+def evaluate(e: K.Expr, env: dict):
+    """One expression over one environment (see `compile_expr`)."""
+    return compile_expr(e)(env)
+
+
+class Row:
+    """`row[column]` for event `i` of a group's column lists, without building a dict."""
+
+    __slots__ = ("cols", "i")
+
+    def __init__(self, cols: dict, i: int):
+        self.cols, self.i = cols, i
+
+    def __getitem__(self, column):
+        return self.cols[column][self.i]

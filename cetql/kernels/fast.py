@@ -1,0 +1,195 @@
+"""The compiled paths of the kernels: whole tables as numpy arrays, the
+hot loops in `jit`, for the shapes they cover; None elsewhere, and the
+reference kernels (pure Python, what the property tests compare against)
+run instead.
+
+    CETQL_KERNELS=python   always the reference kernels
+    (default)              the compiled paths where numba is installed
+
+Covered: COUNT(*) of E+ with at most one equal or range predicate, per
+window (`aggregate_counts`), and detection of E+ with one equal predicate,
+ALL or COMPLETE trends (`fast_detect.detect_batches`).  Predicate columns
+must be integers, doubles or text on both sides (`ranks`); other types
+take the reference path.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from functools import cache
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cetql.kernels import opcodes as O
+from cetql.kernels import spec as K
+from cetql.kernels.batches import group_starts
+from cetql.kernels.batches import segments as listed
+from cetql.kernels.values import MIRROR
+
+OPS = {None: O.NONE, "=": O.EQ, "<": O.LT, "<=": O.LE, ">": O.GT, ">=": O.GE}
+
+
+# Rows of a table below which the reference runs: the compiled loops cost a
+# compile the first time on a machine (5-11 s, then cached) and a cache load
+# in each new worker (up to 1 s), more than the reference takes on a small
+# table (the README's 100-event run).  CETQL_KERNELS=fast lifts it (tests).
+MIN_ROWS = 4_096
+
+# Exact counts of segments longer than this start in `jit_wide`'s limbs: a
+# count of n events can pass int64 from n = 64 on, and on random-walk prices
+# with a range predicate 370 of 410 windows of 1,000 events did, so trying
+# int64 first costs a third more there (bench/kernels.py, A W1000 exact).
+WIDE_FROM = 256
+
+
+def enabled() -> bool:
+    """May the compiled paths run (numba installed, not turned off)?"""
+    return available() and os.environ.get("CETQL_KERNELS", "").lower() != "python"
+
+
+@cache
+def available() -> bool:
+    """Does numba import (installed and working)?  Asked only where a table
+    is big enough for a compiled loop (`worth`), so that a process that never
+    runs one never imports it."""
+    if importlib.util.find_spec("numba") is None:
+        return False
+    from cetql.kernels import jit  # start-up cost: numba's import, only where a compiled loop may run
+
+    return jit.COMPILED
+
+
+def worth(rows: int) -> bool:
+    """Is a table of `rows` rows big enough for the compiled path to pay?"""
+    return rows >= MIN_ROWS or os.environ.get("CETQL_KERNELS", "").lower() == "fast"
+
+
+def _column(table: pa.Table, name: str) -> pa.Array:
+    col = table.column(name)
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def _numeric(a: pa.Array, dtype) -> np.ndarray:
+    return np.asarray(pc.fill_null(a, 0).to_numpy(zero_copy_only=False), dtype=dtype)
+
+
+def keys(a: pa.Array, b: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Both columns as int64 keys whose order and equality are SQL's
+    (`values`: NaN above every number and equal to itself, -0.0 = 0.0, an
+    integer against a double as doubles), and their validity (null: False);
+    None for types left to the reference.  Numbers map in O(n) (a double's
+    bits, ordered as integers), text by its rank among the distinct values."""
+    ta, tb = a.type, b.type
+    if pa.types.is_integer(ta) and pa.types.is_integer(tb):
+        ka, kb = _numeric(a, np.int64), _numeric(b, np.int64)
+    elif all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in (ta, tb)):
+        ka, kb = _double_keys(_numeric(a, np.float64)), _double_keys(_numeric(b, np.float64))
+    elif all(pa.types.is_string(t) or pa.types.is_large_string(t) for t in (ta, tb)):
+        both = pa.concat_arrays([a.cast(pa.large_string()), b.cast(pa.large_string())])
+        distinct = pc.unique(both).drop_null()
+        order = pc.sort_indices(distinct)  # UTF-8 byte order: Python's code point order
+        codes = _numeric(pc.index_in(both, value_set=distinct.take(order)), np.int64)
+        ka, kb = codes[: len(a)], codes[len(a) :]
+    else:
+        return None
+    return ka, _valid(a), kb, _valid(b)
+
+
+def _double_keys(x: np.ndarray) -> np.ndarray:
+    x = x + 0.0  # -0.0 → 0.0
+    x[np.isnan(x)] = np.nan  # one NaN
+    bits = x.view(np.int64)
+    return np.where(bits < 0, bits ^ np.int64(0x7FFFFFFFFFFFFFFF), bits)
+
+
+def _valid(a: pa.Array) -> np.ndarray:
+    if a.null_count == 0:
+        return np.ones(len(a), dtype=bool)
+    return np.asarray(a.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def times(table: pa.Table, name: str) -> np.ndarray | None:
+    a = _column(table, name)
+    if a.null_count or not (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)):
+        return None
+    return np.ascontiguousarray(a.to_numpy(zero_copy_only=False))
+
+
+def segments(c: K.Columns, table: pa.Table) -> tuple[np.ndarray, np.ndarray, pa.Array]:
+    """(first row, past the last row, window key) of each (window, group)
+    of a sorted table, as `batches.segments` gives them."""
+
+    if c.block:
+        found = listed(table, list(c.group), c.block, c.window_lo, c.window_hi)
+        lo = np.fromiter((w[0] for w in found), dtype=np.int64, count=len(found))
+        hi = np.fromiter((w[1] for w in found), dtype=np.int64, count=len(found))
+        return lo, hi, pa.array([w[2] for w in found], type=table.schema.field(c.group[0]).type)
+    lo = np.asarray(group_starts(table, list(c.group)), dtype=np.int64)
+    hi = np.append(lo[1:], table.num_rows)
+    return lo, hi, _column(table, c.group[0]).take(pa.array(lo))
+
+
+# ---------------------------------------------------------------- aggregation
+
+
+def kleene_applies(spec: K.AggregateSpec) -> bool:
+    t = spec.template
+    return (enabled() and spec.algorithm == K.KLEENE_COUNT and spec.kernel != K.Kernel.SCAN
+            and len(spec.targets) == 1 and not spec.propagate and not spec.state_keys and not spec.shared_subkeys
+            and not t.negations and len(t.transitions) == 1)  # fmt: skip
+
+
+def aggregate_counts(spec: K.AggregateSpec, table: pa.Table, lo: np.ndarray, hi: np.ndarray) -> list | None:
+    """COUNT(*) of E+ for each segment (rows lo[s] … hi[s] - 1): ints
+    (or floats when approximate; exact counts past int64 in `jit_wide`'s
+    limbs), None where even those overflowed (the caller counts those with
+    the reference); None when the path does not apply."""
+    (tr,) = spec.template.transitions
+    preds = [(lc, "=", hc) for lc, hc in tr.equal] + list(tr.ranges)
+    if len(preds) > 1 or tr.others:
+        return None
+    t = times(table, spec.columns.time)
+    if t is None:
+        return None
+    n = table.num_rows
+    if preds:
+        ((lc, op, hc),) = preds
+        got = keys(_column(table, lc), _column(table, hc))
+        if got is None:
+            return None
+        probe, probe_ok, at, at_ok = got
+        code = OPS[MIRROR[op]]  # inserted at h's key r, a later event's probe q: `r MIRROR(op) q`
+    else:
+        probe = at = np.zeros(n, dtype=np.int64)
+        probe_ok = at_ok = np.zeros(n, dtype=bool)
+        code = O.NONE
+    from cetql.kernels import jit  # start-up cost: numba's import, only where a compiled loop runs
+
+    if spec.approx:
+        one = np.float64(1.0)
+        totals, _ = jit.kleene_counts(lo, hi, t, at, at_ok, probe, probe_ok, code, one * 0, one, np.float64(np.inf))
+        return totals.tolist()
+    return _exact_counts(lo, hi, t, at, at_ok, probe, probe_ok, code)
+
+
+def _exact_counts(lo, hi, t, at, at_ok, probe, probe_ok, code) -> list:
+    """Exact counts: int64 where it may hold, limbs where it overflowed or
+    is likely to (`WIDE_FROM`), None past the limbs (`jit_wide.limbs_for`)."""
+    from cetql.kernels import jit, jit_wide  # start-up cost: numba's import, only where a compiled loop runs
+
+    args = (t, at, at_ok, probe, probe_ok, code)
+    long = hi - lo > WIDE_FROM
+    short = np.flatnonzero(~long)
+    totals, over = jit.kleene_counts(lo[short], hi[short], *args, np.int64(0), np.int64(1), np.int64(O.LIMIT))
+    out: list = [None] * len(lo)
+    for k, v in zip(short.tolist(), totals.tolist()):
+        out[k] = v
+    todo = np.sort(np.concatenate([np.flatnonzero(long), short[over]]))
+    if len(todo):
+        wide, over = jit_wide.kleene_counts_wide(lo[todo], hi[todo], *args, jit_wide.limbs_for(int((hi - lo)[todo].max())))
+        for k in np.flatnonzero(~over).tolist():
+            out[todo[k]] = jit_wide.to_int(wide[k])
+    return out

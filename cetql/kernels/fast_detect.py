@@ -1,0 +1,91 @@
+"""Detection by the compiled walk (`jit_trends`): E+ with one equal
+predicate, ALL or COMPLETE trends, written straight into Arrow buffers;
+None wherever it does not apply (the reference, `detect`, runs).
+
+A window whose trends pass --max-trends, or whose count passes 2^62, is
+left to the reference as a whole (it raises the one error with its
+numbers): the compiled path decides before it writes anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cetql.base.options import TrendSet
+from cetql.kernels import spec as K
+from cetql.kernels.columns import detect_schema
+from cetql.kernels.fast import _column, enabled, keys, segments
+
+
+def applies(spec: K.DetectSpec) -> bool:
+    t = spec.template
+    if not enabled() or spec.trend_set not in (TrendSet.ALL, TrendSet.COMPLETE) or spec.state_keys:
+        return False
+    if (spec.shared_graph and spec.columns.block) or t.negations or t.cross or len(t.states) != 1:
+        return False
+    (state,) = t.states
+    if t.start != {state.name} or t.end != {state.name} or len(t.transitions) != 1:
+        return False
+    (tr,) = t.transitions
+    return (tr.source == tr.target == state.name and len(tr.equal) == 1 and not tr.ranges and not tr.others
+            and tr.index == K.HASH)  # fmt: skip
+
+
+def detect_batches(spec: K.DetectSpec, table: pa.Table) -> list[pa.RecordBatch] | None:
+    """The trends of every window of a sorted table, or None (see the module)."""
+    c, t = spec.columns, spec.template
+    ((lc, hc),) = t.transitions[0].equal
+    got = keys(_column(table, lc), _column(table, hc))
+    when = _column(table, c.time)
+    if got is None or when.null_count or not (pa.types.is_integer(when.type) or pa.types.is_floating(when.type)):
+        return None
+    lk, lok, hk, hok = got
+    times = np.ascontiguousarray(when.to_numpy(zero_copy_only=False))
+    mask = np.asarray(pc.fill_null(_column(table, t.states[0].mask), False).to_numpy(zero_copy_only=False), dtype=bool)
+    lo, hi, wk = segments(c, table)
+    every = spec.trend_set is TrendSet.ALL
+    args = (mask, times, hk, hok, lk, lok, every)
+    from cetql.kernels import jit_trends  # start-up cost: numba's import, only where a compiled loop runs
+
+    trends, events, over = jit_trends.trend_counts(lo, hi, *args)
+    if over.any() or (spec.max_trends and int(trends.max(initial=0)) > spec.max_trends):
+        return None
+    schema = detect_schema(spec, table.schema)
+    return [_batch(spec, table, schema, wk, lo[a:z], hi[a:z], a, args, int(trends[a:z].sum()), int(events[a:z].sum()))
+            for a, z in _cuts(trends, events, spec.batch_rows, spec.batch_events)]  # fmt: skip
+
+
+def _cuts(trends: np.ndarray, events: np.ndarray, rows: int, held: int) -> Iterator[tuple[int, int]]:
+    """Runs of segments whose trends fit one batch (a segment alone may pass)."""
+    a, n_t, n_e = 0, 0, 0
+    for s in np.flatnonzero(trends).tolist():
+        if n_t and (n_t + trends[s] > rows or n_e + events[s] > held):
+            yield a, s
+            a, n_t, n_e = s, 0, 0
+        n_t += int(trends[s])
+        n_e += int(events[s])
+    if n_t:
+        yield a, len(trends)
+
+
+def _batch(spec: K.DetectSpec, table, schema, wk, lo, hi, first: int, args, n_trends: int, n_events: int):
+    c = spec.columns
+    rows = np.empty(n_events, dtype=np.int64)
+    sizes = np.empty(n_trends, dtype=np.int32)
+    seg = np.empty(n_trends, dtype=np.int64)
+    from cetql.kernels import jit_trends  # start-up cost: numba's import, only where a compiled loop runs
+
+    jit_trends.trend_fill(lo, hi, *args, rows, sizes, seg)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int32))
+    taken = pa.array(rows)
+    arrays = [wk.take(pa.array(seg + first)).cast(schema.field(0).type)]
+    arrays += [_column(table, g).take(pa.array(lo[seg])) for g in c.group[1:]]
+    arrays.append(pa.ListArray.from_arrays(offsets, _column(table, c.id).take(taken)))
+    arrays.append(pa.array(sizes))
+    if c.row:
+        arrays.append(pa.ListArray.from_arrays(offsets, _column(table, c.row).take(taken)))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

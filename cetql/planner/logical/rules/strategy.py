@@ -1,0 +1,56 @@
+"""How detection extracts trends, and, for the distributed strategy, how it
+finds where trends start and end (ABI Algorithm 3)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cetql.base.errors import UsageError
+from cetql.base.options import Strategy, TrendSet
+from cetql.planner.logical.plan import Decision, KeyMethod, Prefilter
+from cetql.planner.logical.rules import Draft
+from cetql.planner.semantics import ir
+
+READS = ("query", "options", "resources", "trend_set", "transitions", "variable_keys")
+SETS = ("strategy", "prefilter")
+
+
+def apply(d: Draft) -> Draft:
+    if not d.detection:
+        return replace(d, strategy=None, prefilter=None)
+    q, o = d.query, d.options
+    parts = any(k.method.choice == KeyMethod.PARTS for k in d.variable_keys)
+    e_plus = q.template.single_kleene is not None and not q.of_kind(ir.CrossPredicate) and not parts
+    if o.strategy == Strategy.DISTRIBUTED:
+        if not e_plus:
+            raise UsageError(
+                "the distributed strategy (ABI Algorithm 2) extracts E+ patterns (one Kleene variable, no negation, "
+                "no predicate across variables); this pattern runs with --strategy local"
+            )
+        chosen = Decision(Strategy.DISTRIBUTED, "forced by --strategy distributed: ABI Algorithm 2, one recursive "
+                          "query extends the open paths by one join per round")  # fmt: skip
+        return replace(d, strategy=chosen, prefilter=_prefilter(d))
+    why = ("forced by --strategy local" if o.strategy == Strategy.LOCAL
+           else "default: each (window, partition) group's graph is built and walked by one worker's kernel")  # fmt: skip
+    return replace(d, strategy=Decision(Strategy.LOCAL, why), prefilter=None)
+
+
+def _prefilter(d: Draft) -> Decision:
+    if d.trend_set.choice == TrendSet.ALL:
+        return Decision(Prefilter.NONE, "ALL trends: every event starts a path and every path is a trend")
+    (step,) = d.transitions
+    equal = [p for p in step.predicates if p.op == ir.Op.EQUAL]
+    ranges = [p for p in step.predicates if p.op == ir.Op.RANGE]
+    others = [p for p in step.predicates if p.op == ir.Op.OTHER]
+    if equal and d.resources.graphframes:
+        return Decision(Prefilter.GRAPHFRAMES, "an equal predicate makes the edge list linear and the GraphFrames "
+                        "JVM package is on the session's classpath: its in- and out-degrees")  # fmt: skip
+    absent = "" if not equal else " (GraphFrames' JVM package is not on the classpath; same flags)"
+    if len(equal) == 1 and not ranges and not others:
+        return Decision(Prefilter.EQUAL, "one equal predicate: per attribute vertex the latest and earliest times, "
+                        "two aggregates and two joins, O(n)" + absent)  # fmt: skip
+    if len(ranges) == 1 and not equal and not others:
+        return Decision(Prefilter.RANGE, "one range predicate: prefix and suffix extremes over each group's "
+                        "distinct times, O(n log n)")  # fmt: skip
+    return Decision(Prefilter.SEMI_JOIN, "several or other predicates: semi-joins with the whole step condition"
+                    + absent)  # fmt: skip

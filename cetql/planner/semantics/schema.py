@@ -1,0 +1,60 @@
+"""Column types as the planner sees them, from a DDL string (`compile
+--schema`).  Inputs are described by the one reader (`planner.spark.reader`,
+which `compile --input` and `run` share), never here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cetql.base.errors import SchemaError
+
+# Type classes the planner reasons about.
+NUMERIC, STRING, TIMESTAMP, BOOLEAN, OTHER = "numeric", "string", "timestamp", "boolean", "other"
+
+_DDL_TYPES = {
+    **dict.fromkeys(["tinyint", "byte", "smallint", "short", "int", "integer", "bigint", "long"], NUMERIC),
+    **dict.fromkeys(["float", "real", "double", "decimal", "numeric", "number"], NUMERIC),
+    **dict.fromkeys(["string", "varchar", "char", "text"], STRING),
+    **dict.fromkeys(["timestamp", "timestamp_ntz", "timestamp_ltz", "date", "datetime"], TIMESTAMP),
+    **dict.fromkeys(["boolean", "bool"], BOOLEAN),
+}
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Ordered column name → (type class, type as written)."""
+
+    columns: tuple[tuple[str, str, str], ...]
+
+    def names(self) -> list[str]:
+        return [c[0] for c in self.columns]
+
+    def lookup(self, name: str) -> tuple[str, str] | None:
+        for col, cls, written in self.columns:
+            if col == name:
+                return cls, written
+        lowered = [c for c in self.columns if c[0].lower() == name.lower()]
+        return (lowered[0][1], lowered[0][2]) if len(lowered) == 1 else None
+
+    def __str__(self) -> str:
+        return ", ".join(f"{c} {w}" for c, _, w in self.columns)
+
+
+def parse_ddl(text: str) -> Schema:
+    """`'ts timestamp, src string, amount decimal(10,2)'` → Schema."""
+    cols = []
+    # split on commas not inside parentheses
+    parts = [p.strip() for p in re.split(r",(?![^()]*\))", text) if p.strip()]
+    if not parts:
+        raise SchemaError("the schema is empty; write it as 'ts timestamp, src string, …'")
+    for part in parts:
+        m = re.fullmatch(r"`?([A-Za-z_][\w]*)`?\s*:?\s+([A-Za-z_]+)(\s*\([\d\s,]*\))?", part)
+        if not m:
+            raise SchemaError(f"cannot read schema entry '{part}'; write 'name type', e.g. 'price double'")
+        name, typ = m.group(1), m.group(2).lower()
+        if typ not in _DDL_TYPES:
+            known = ", ".join(sorted(_DDL_TYPES))
+            raise SchemaError(f"unknown column type '{typ}' for '{name}'; known types: {known}")
+        cols.append((name, _DDL_TYPES[typ], typ + (m.group(3) or "").replace(" ", "")))
+    return Schema(tuple(cols))

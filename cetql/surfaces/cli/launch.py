@@ -1,0 +1,125 @@
+"""The `cetql` command's first step: a `cetql run` that a running `cetql
+serve` of this Python and cetql can take is handed to it, whole, before
+this process imports the compiler.
+
+The serve's process keeps the compiler, the kernels and their compiled
+loops loaded; for each run it forks a child that takes this process's
+standard input, output and error (passed over a Unix socket), its working
+folder and its environment, and runs the command as `cetql.cli.main` would
+— only if the plan runs in process (`--engine`, `physical.engine`): a plan
+for Spark comes back undone (`NOT_HERE`) and runs here as usual (on the
+serve's Spark Connect server, unless --no-serve).  Ctrl-C and SIGTERM here
+are passed on to the child; if this process dies, the child is stopped.
+
+Not handed over: other commands, `--no-serve`, `--master`, `--remote`,
+`SPARK_REMOTE`, `CETQL_ENGINE=spark`, `--stream`, `--help`, a query read from standard input
+(`-`: a plan for Spark would come back with the query read).  Standard library and the serve's state (`serve.state`) only: this module
+runs before anything else of cetql is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+
+from cetql.surfaces.serve.state import NOT_HERE, runner_socket
+
+_SPARK_FLAGS = ("--no-serve", "--master", "--remote", "--stream", "--help", "-h")
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    status = handed_over(argv) if _may_hand_over(argv) else None
+    if status is not None:
+        return status
+    from cetql.surfaces.cli.main import (
+        main as cli_main,  # start-up cost: the compiler loads only once no serve took the run
+    )
+
+    return cli_main(argv)
+
+
+def _may_hand_over(argv: list[str]) -> bool:
+    if not argv or argv[0] != "run" or os.environ.get("SPARK_REMOTE") or os.environ.get("CETQL_ENGINE") == "spark":
+        return False
+    if any(s is None for s in (sys.stdin, sys.stdout, sys.stderr)):  # a closed standard stream: nothing to pass
+        return False
+    for a in argv[1:]:
+        name = a.split("=", 1)[0]
+        if a == "-h":
+            return False
+        if len(name) > 2 and name.startswith("--") and any(f.startswith(name) for f in _SPARK_FLAGS):
+            return False  # the flag, or an abbreviation argparse reads as it
+        if a == "-" or a.startswith(("/dev/", "/proc/")) or _special(a):
+            return False  # read once (standard input, a pipe), or only this process's (/dev/fd/N)
+    return True
+
+
+def _special(path: str) -> bool:
+    """A path that names something other than a file or a folder (a pipe, a device)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    import stat
+
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def handed_over(argv: list[str]) -> int | None:
+    """The exit status of the run as the serve's child ran it, or None when
+    it did not (no serve, it refused, or the plan runs on Spark)."""
+    path = runner_socket()
+    if path is None:
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(path))
+        mask = os.umask(0o022)
+        os.umask(mask)
+        request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask}).encode()
+        fds = [sys.stdin.fileno(), sys.stdout.fileno(), sys.stderr.fileno()]
+        socket.send_fds(conn, [len(request).to_bytes(8, "big") + request], fds)
+    except (OSError, ValueError):  # gone, or no standard streams to pass
+        conn.close()
+        return None
+    previous = {}
+
+    def forward(signum, _frame):
+        try:
+            conn.sendall(b"I" if signum == signal.SIGINT else b"T")
+        except OSError:
+            pass
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(sig) is not signal.SIG_IGN:  # ignored here (a background job): not passed on either
+            previous[sig] = signal.signal(sig, forward)
+    try:
+        reply = b""
+        while not reply.endswith(b"\n"):
+            chunk = conn.recv(64)
+            if not chunk:
+                break
+            reply += chunk
+        return _status(reply)
+    except OSError:
+        return _status(b"")
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        conn.close()
+
+
+def _status(reply: bytes) -> int | None:
+    """The run's exit status from the serve's reply; a reply cut short (the
+    serve stopped after it took the run) is a failed run, never run twice."""
+    try:
+        status = int(json.loads(reply)["status"])
+    except (ValueError, KeyError, TypeError):
+        print("error: cetql serve stopped while it ran the query; run it again (--no-serve: in this process)",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    return None if status == NOT_HERE else status
