@@ -12,7 +12,7 @@ CETQL_KERNELS=python), in one run; prints a markdown table.
   (kiting) on N checks between 50 accounts; trends written to Arrow.
 
 The kernel input is built as the product builds it (query text → plan →
-kernel spec, the Spark compiler's columns and windows: tests/harness.py),
+kernel spec, the Spark compiler's columns and windows: tests/support/harness.py),
 not timed.  events/s: input events per second (each falls in two windows);
 one process, one thread: per core.  The compiled path's first call
 (loading numba's cache, or compiling into it) is timed on its own; the

@@ -6,7 +6,7 @@ slice of the block — the kernel alone, same input table, same run.
 
 The kernel's input table (blocks of 168 windows, as the Spark compiler
 assigns them) is built once per case by the Spark-free lowering the tests
-use (tests/harness.py); `process.detect_fn` then runs on it with the
+use (tests/support/harness.py); `process.detect_fn` then runs on it with the
 plan's `shared_graph` and with it turned off, alternately, `--repeats`
 times each.  Every run's output (rows, total trend length, and a checksum
 of the events of every trend) is checked equal.  The section "## Detection

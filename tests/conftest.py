@@ -6,7 +6,7 @@ import tempfile
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))  # tests/reference.py
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "support"))  # reference.py, generators.py, …
 
 # Each test process keeps the state files of the servers it starts in a
 # folder of its own: a `cetql run` a test starts never finds a `cetql serve`

@@ -59,59 +59,75 @@ def plan_lines(plan: LogicalPlan) -> list[str]:
         out.extend(f"{'':<10} {m}" for m in more)
 
     for node in plan.operators():
-        if isinstance(node, Scan):
-            kind = node.inputs.time_kind
-            time = f"time {node.time_col}" + (f" ({kind.replace('_ns', ', nanoseconds')})" if kind else "")
-            ids = f"ids from column {node.id_col}" if node.id_col else "ids derived from input order"
-            op("Scan", f"inputs: {_inputs_text(node)}", f"{time}; {ids}; event types {', '.join(node.types)}",
-               f"invalid rows: {node.invalid}")  # fmt: skip
-        elif isinstance(node, Filter):
-            lines = [f"every event: {p.text}" for p in node.constant]
-            for sf in node.states:
-                conds = ([f"type {sf.type}"] if node.child.inputs.typed else []) + [p.text for p in sf.predicates]
-                tag = " (negated)" if sf.negated else ""
-                lines.append(f"{sf.position}{tag}: {' AND '.join(conds) if conds else 'any event'}")
-            op("Filter", *(lines or ["none"]))
-        elif isinstance(node, Windows):
-            op("Windows", _window_text(node.window, plan.find(Scan).inputs.time_kind), f"sharing: {node.sharing}")
-        elif isinstance(node, Partition):
-            first = f"block of {node.child.block} windows" if node.child.block else "window"
-            keys = ", ".join([first, *[k.attr for k in node.keys]])
-            lines = [f"by ({keys}) — {node.reason}", f"partitions: {node.partitions}"]
-            if node.subkeys:
-                lines.append("sub-keys in the kernel: " + ", ".join(s.attr for s in node.subkeys))
-            lines += [f"[{k.position}.{k.attr}]: {k.method}" for k in node.variable_keys]
-            op("Partition", *lines)
-        elif isinstance(node, Detect):
-            lines = [f"trends: {node.trend_set}", f"strategy: {node.strategy}"]
-            lines += _transition_lines(node.transitions)
-            lines += [f"cross: {c.text} — {c.reason}" for c in node.cross]
-            lines.append(f"guard: {node.guard}")
-            if node.prefilter is not None:
-                lines.append(f"pre-filter: {node.prefilter}")
-            if node.memory is not None:
-                lines.append(f"memory: {format_size(node.memory.choice)} — {node.memory.reason}")
-            lines.append(f"cost: {node.cost}")
-            if node.with_rows:
-                lines.append("rows: each trend carries its events' input rows")
-            op("Detect", *lines)
-        elif isinstance(node, Aggregate):
-            lines = [
-                "aggregates: " + ", ".join(a.name for a in node.aggregates),
-                f"trends: {node.trend_set}",
-                f"algorithm: {node.algorithm}",
-            ]
-            if node.complete is not None:
-                lines.append(f"complete: {node.complete}")
-            lines.append(f"numbers: {node.numbers}")
-            lines += _transition_lines(node.transitions)
-            lines.append(f"cost: {node.cost}")
-            op("Aggregate", *lines)
+        words = _OPERATOR_LINES.get(type(node))
+        if words is not None:
+            name, lines = words(node, plan)
+            op(name, *(lines or ["none"]))
     stream = plan.stream.choice if plan.stream is not None else None
     if stream is not None:
         op("Stream", f"streaming — {plan.stream.reason}", f"keys: {stream.block}",
            f"watermark: {stream.watermark.choice:,} ms — {stream.watermark.reason}", f"late events: {stream.late}")
     return out
+
+
+def _scan_lines(node: Scan, _plan) -> tuple[str, list[str]]:
+    kind = node.inputs.time_kind
+    time = f"time {node.time_col}" + (f" ({kind.replace('_ns', ', nanoseconds')})" if kind else "")
+    ids = f"ids from column {node.id_col}" if node.id_col else "ids derived from input order"
+    return "Scan", [f"inputs: {_inputs_text(node)}", f"{time}; {ids}; event types {', '.join(node.types)}",
+                    f"invalid rows: {node.invalid}"]  # fmt: skip
+
+
+def _filter_lines(node: Filter, _plan) -> tuple[str, list[str]]:
+    lines = [f"every event: {p.text}" for p in node.constant]
+    for sf in node.states:
+        conds = ([f"type {sf.type}"] if node.child.inputs.typed else []) + [p.text for p in sf.predicates]
+        tag = " (negated)" if sf.negated else ""
+        lines.append(f"{sf.position}{tag}: {' AND '.join(conds) if conds else 'any event'}")
+    return "Filter", lines
+
+
+def _windows_lines(node: Windows, plan) -> tuple[str, list[str]]:
+    return "Windows", [_window_text(node.window, plan.find(Scan).inputs.time_kind), f"sharing: {node.sharing}"]
+
+
+def _partition_lines(node: Partition, _plan) -> tuple[str, list[str]]:
+    first = f"block of {node.child.block} windows" if node.child.block else "window"
+    keys = ", ".join([first, *[k.attr for k in node.keys]])
+    lines = [f"by ({keys}) — {node.reason}", f"partitions: {node.partitions}"]
+    if node.subkeys:
+        lines.append("sub-keys in the kernel: " + ", ".join(s.attr for s in node.subkeys))
+    return "Partition", lines + [f"[{k.position}.{k.attr}]: {k.method}" for k in node.variable_keys]
+
+
+def _detect_lines(node: Detect, _plan) -> tuple[str, list[str]]:
+    lines = [f"trends: {node.trend_set}", f"strategy: {node.strategy}"]
+    lines += _transition_lines(node.transitions)
+    lines += [f"cross: {c.text} — {c.reason}" for c in node.cross]
+    lines.append(f"guard: {node.guard}")
+    if node.prefilter is not None:
+        lines.append(f"pre-filter: {node.prefilter}")
+    if node.memory is not None:
+        lines.append(f"memory: {format_size(node.memory.choice)} — {node.memory.reason}")
+    lines.append(f"cost: {node.cost}")
+    if node.with_rows:
+        lines.append("rows: each trend carries its events' input rows")
+    return "Detect", lines
+
+
+def _aggregate_lines(node: Aggregate, _plan) -> tuple[str, list[str]]:
+    lines = ["aggregates: " + ", ".join(a.name for a in node.aggregates), f"trends: {node.trend_set}",
+             f"algorithm: {node.algorithm}"]  # fmt: skip
+    if node.complete is not None:
+        lines.append(f"complete: {node.complete}")
+    lines.append(f"numbers: {node.numbers}")
+    lines += _transition_lines(node.transitions)
+    lines.append(f"cost: {node.cost}")
+    return "Aggregate", lines
+
+
+_OPERATOR_LINES = {Scan: _scan_lines, Filter: _filter_lines, Windows: _windows_lines, Partition: _partition_lines,
+                   Detect: _detect_lines, Aggregate: _aggregate_lines}  # fmt: skip
 
 
 def _transition_lines(transitions) -> list[str]:

@@ -28,7 +28,7 @@ import time
 import unicodedata
 from contextlib import contextmanager
 
-from cetql.backends.spark.session import is_connect
+from cetql.backends.spark.connect import is_connect
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 ERASE = "\r\x1b[J"  # to the start of the row, then erase to the end of the screen

@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 
 from cetql.backends.inputs.refusals import ID_REFUSED
-from cetql.backends.spark.session import connect_retry_seconds, log_path
+from cetql.backends.spark.connect import connect_retry_seconds
+from cetql.backends.spark.session import log_path
 from cetql.base.errors import OVERFLOW_MESSAGE, CetqlError
 
 # cetql's own exceptions that a Python worker may raise, by class name.

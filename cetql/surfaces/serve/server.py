@@ -30,7 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-from cetql.backends.spark.session import _check_master, class_archive, driver_memory, log_path
+from cetql.backends.spark.archive import class_archive
+from cetql.backends.spark.session import _check_master, driver_memory, log_path
 from cetql.base.errors import CetqlError, UsageError
 from cetql.base.options import parse_size
 from cetql.base.processes import die_with_parent

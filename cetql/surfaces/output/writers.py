@@ -1,0 +1,158 @@
+"""The writers every surface uses, through `staging.staged`: a Spark
+DataFrame (`write`), Arrow batches (`write_batches`), one rendered file
+(`write_file`); CSV with a header, a trend's `events` joined with `;`."""
+
+from __future__ import annotations
+
+import csv
+import json
+import uuid
+from pathlib import Path
+
+from cetql.base.errors import CetqlError
+from cetql.base.options import OutputFormat, OutputMode
+from cetql.surfaces.output.paths import resolve_output
+from cetql.surfaces.output.shapes import _check_shape, check_append_shape, data_files
+from cetql.surfaces.output.staging import staged
+from cetql.surfaces.output.target import FILE, Target
+
+
+def prepare_for_format(df, fmt: OutputFormat):
+    """CSV cannot hold arrays or structs: events joined with ';', rows as JSON."""
+    from pyspark.sql import functions as F
+
+    if fmt != OutputFormat.CSV:
+        return df
+    for field in df.schema.fields:
+        t = field.dataType.typeName()
+        if field.name == "events" and t == "array":
+            df = df.withColumn("events", F.concat_ws(";", F.col("events").cast("array<string>")))
+        elif t in ("array", "struct", "map"):
+            df = df.withColumn(field.name, F.to_json(F.col(f"`{field.name}`")))
+    return df
+
+
+def write(df, target, fmt: OutputFormat, mode: OutputMode = OutputMode.ERROR, inputs=()) -> int | None:
+    """Write `df` to `target` (a Target, or a path resolved here); the rows
+    written, or None when nothing was (mode ignore) or not counted (a URI)."""
+    if not isinstance(target, Target):
+        target = resolve_output(target, mode, inputs=inputs, fmt=fmt)
+    if target.skip:
+        return None
+    out = prepare_for_format(df, fmt)
+    if target.mode == OutputMode.APPEND and target.existed:
+        check_append_shape(target, out, fmt)
+    if target.kind == FILE:
+        out = out.coalesce(1)
+    writer = out.write.format(fmt.value)
+    if fmt == OutputFormat.CSV:
+        writer = writer.option("header", True)
+    if target.uri is not None:
+        writer.mode(target.mode.value).save(target.uri)
+        return None
+    with staged(target, df.sparkSession) as stage:
+        writer.mode("error").save(str(stage.path))
+        rows = count_rows(stage.path, fmt)
+        if target.kind == FILE:
+            stage.source = _single_file(stage.path, out, fmt)
+    return rows if stage.written else None
+
+
+def spark_type_name(t) -> str:
+    """An Arrow type as Spark names it (`simpleString`): how a folder's
+    results are compared before appending, whichever engine wrote them."""
+    import pyarrow as pa
+
+    from cetql.backends.inputs.sources import arrow_to_spark  # start-up cost: pyarrow, only when writing
+
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"array<{spark_type_name(t.value_type)}>"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    return arrow_to_spark(t)
+
+
+def spark_json(schema) -> dict:
+    """An Arrow schema as the JSON Spark keeps in its Parquet files' footers
+    (so that an append compares types, as for Spark's own files)."""
+    import pyarrow as pa
+
+    def one(t):
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            return {"type": "array", "elementType": one(t.value_type), "containsNull": True}
+        if pa.types.is_decimal(t):
+            return f"decimal({t.precision},{t.scale})"
+        name = spark_type_name(t)
+        return {"tinyint": "byte", "smallint": "short", "int": "integer", "bigint": "long"}.get(name, name)
+
+    return {"type": "struct", "fields": [{"name": f.name, "type": one(f.type), "nullable": True, "metadata": {}}
+                                         for f in schema]}  # fmt: skip
+
+
+def write_batches(schema, batches, target: Target) -> int | None:
+    """Write Arrow batches (the in-process engine's result) as one Parquet
+    file in a folder laid out as Spark lays out its own (`part-…parquet`
+    and `_SUCCESS`), through the same staging as `write`: the rows written,
+    or None when nothing was (mode ignore)."""
+    import pyarrow.parquet as pq
+
+    if target.skip:
+        return None
+    if target.mode == OutputMode.APPEND and target.existed:
+        _check_shape(target, [(f.name, spark_type_name(f.type)) for f in schema], OutputFormat.PARQUET)
+    rows = 0
+    with staged(target) as stage:
+        stage.path.mkdir()
+        part = stage.path / f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+        spark_schema = {b"org.apache.spark.sql.parquet.row.metadata": json.dumps(spark_json(schema)).encode()}
+        with pq.ParquetWriter(part, schema.with_metadata(spark_schema), compression="snappy",
+                              use_deprecated_int96_timestamps=True) as out:  # as Spark writes timestamps by default
+            for batch in batches:
+                if batch.num_rows:
+                    out.write_batch(batch)
+                    rows += batch.num_rows
+        (stage.path / "_SUCCESS").touch()
+        if target.kind == FILE:
+            stage.source = part
+    return rows if stage.written else None
+
+
+def write_file(target: Target, render) -> bool:
+    """`render(path)` writes one file; it is moved into place as `target`.
+    False when mode ignore found the target there."""
+    if target.skip:
+        return False
+    with staged(target) as stage:
+        render(stage.path)
+    return stage.written
+
+
+def _single_file(folder: Path, df, fmt: OutputFormat) -> Path:
+    files = [f for f in data_files(folder) if f.is_file()]
+    if len(files) == 1:
+        return files[0]
+    if files:
+        raise CetqlError(f"Spark wrote {len(files)} files where one was asked for")
+    empty = folder / f"empty.{fmt.value}"  # no rows: no part file
+    with open(empty, "w", newline="", encoding="utf-8") as fh:
+        if fmt == OutputFormat.CSV:
+            csv.writer(fh).writerow(df.columns)
+    return empty
+
+
+def count_rows(folder: Path, fmt: OutputFormat) -> int:
+    """Rows in a folder Spark wrote: Parquet footers, or lines of CSV/JSON files."""
+    files = [f for f in folder.iterdir() if f.is_file() and not f.name.startswith(("_", "."))]
+    if fmt == OutputFormat.PARQUET:
+        import pyarrow.parquet as pq
+
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    total = 0
+    for f in files:
+        if fmt == OutputFormat.CSV:  # records, not lines: a quoted value may hold a newline
+            with open(f, newline="", encoding="utf-8") as fh:
+                total += max(0, sum(1 for _ in csv.reader(fh)) - 1)
+        else:
+            with open(f, "rb") as fh:
+                total += sum(1 for line in fh if line.strip())
+    return total

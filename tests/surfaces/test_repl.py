@@ -1,0 +1,119 @@
+"""`cetql repl` in a real terminal (a pty, through pexpect), and its entry
+rules and commands without one."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import pexpect
+
+from cetql.surfaces.repl import Shell, _entries_from, is_complete
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECKS = ROOT / "examples" / "data" / "checks.csv"
+COUNT = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100 SLIDE 50 AGG COUNT(*)"
+
+
+def _plain(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+
+
+def test_entry_rules():
+    assert is_complete(":quit")
+    assert is_complete("PATTERN A+ a[] WITHIN 3;")
+    assert is_complete("PATTERN A+ a[]\nWITHIN 3\n")  # a blank line ends it
+    assert not is_complete("PATTERN A+ a[]")
+    assert not is_complete("PATTERN A+ a[]\nWITHIN 3")
+    script = io.StringIO(":input x.csv\nPATTERN A+ a[]\nWITHIN 3;\nPATTERN B+ b[]\n\n:quit\n")
+    assert list(_entries_from(script)) == [":input x.csv", "PATTERN A+ a[]\nWITHIN 3;\n", "PATTERN B+ b[]\n", ":quit"]
+
+
+def test_completion_offers_keywords_variables_and_columns():
+    shell = Shell(data=str(CHECKS))
+    shell.set_input(str(CHECKS))
+    assert "type" in shell.words("PATTERN Check+ c[] WHERE c.ty")
+    assert shell.words("PATTERN Check+ c[] WHERE c.s") == ["src"]
+    assert "WHERE" in shell.words("PATTERN Check+ c[] WH")
+    assert "Check" in shell.words("PATTERN Check+ c[] WHERE Ch")
+    assert ":explain" in shell.words(":ex")
+
+
+def test_commands_without_spark(tmp_path):
+    out, err = io.StringIO(), io.StringIO()
+    shell = Shell(out=out, err=err)
+    shell.handle(":param ratio=1.5")
+    shell.handle(":explain PATTERN S+ s[] WHERE s[i].x > ratio * s[i-1].x WITHIN 10")
+    shell.handle("PATTERN S+ s[ WITHIN 10;")
+    shell.handle("PATTERN S+ s[] WITHIN 10;")  # no input yet
+    shell.handle(":save x.csv")
+    shell.handle(":nope")
+    assert shell.handle(":quit") is False
+    assert "ratio=1.5" in out.getvalue() and "plan:" in out.getvalue()
+    lines = err.getvalue().splitlines()
+    assert lines[0].startswith("syntax error: 1:") and lines[2].strip().endswith("^")
+    assert "no input" in lines[3]
+    assert ":save writes the last result" in lines[4]
+    assert "unknown command ':nope'" in lines[5]
+    assert shell._spark is None  # nothing above needed Spark
+
+
+def test_repl_in_a_terminal(tmp_path):
+    """Ctrl-C while the first query waits, then a two-line query typed with
+    a completed column name, a malformed one (caret, nothing runs), the
+    same query again (its latency printed below the first's), `:quit`."""
+    history = tmp_path / "history"
+    env = {**os.environ, "CETQL_HISTORY": str(history), "TERM": "xterm", "PROMPT_TOOLKIT_NO_CPR": "1", "PYSPARK_PYTHON": sys.executable}
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "cetql", "repl", "--input", str(CHECKS), "--id-col", "id", "--master", "local[2]"],
+        env=env, cwd=str(tmp_path), encoding="utf-8", dimensions=(50, 200), timeout=180,
+    )  # fmt: skip
+    transcript = io.StringIO()
+    child.logfile_read = transcript
+    try:
+        child.expect("cetql>")
+        # Ctrl-C while the query waits for Spark: cancelled, back at the prompt
+        child.send(COUNT + ";\r")
+        child.expect(re.escape("\x1b[?2004l"))  # the prompt has handed the query over
+        time.sleep(1)  # and given the terminal back (out of raw mode, Ctrl-C is a signal again)
+        child.sendintr()
+        child.expect("cancelled")
+        child.expect("cetql>")
+
+        # two lines; `c.ty<Tab>` completes to the input's column `type`
+        child.send("PATTERN Check+ c[] WHERE c.ty\t")
+        child.send(" = 'notcovered' AND c[i].src = c[i-1].dst\r")
+        child.expect(r"\.\.\.>")
+        child.send("WITHIN 100 SLIDE 50 AGG COUNT(*);\r")
+        child.expect(r"answered in ([0-9.]+) s")
+        first = float(child.match.group(1))
+        child.expect("cetql>")
+
+        child.send("PATTERN Check+ c[ WITHIN 10;\r")
+        child.expect(r"syntax error: 1:28: unexpected end of query")
+        child.expect(r"\^")
+        child.expect("cetql>")
+
+        child.send(COUNT + ";\r")
+        child.expect(r"answered in ([0-9.]+) s")
+        second = float(child.match.group(1))
+        child.expect("cetql>")
+        child.send(":quit\r")
+        child.expect(pexpect.EOF)
+    except pexpect.ExceptionPexpect:
+        print(_plain(transcript.getvalue())[-3000:])  # what the terminal showed, for the failure report
+        raise
+    finally:
+        child.close(force=True)
+    text = _plain(transcript.getvalue())
+    assert child.exitstatus == 0, text[-2000:]
+    assert "COUNT(*)" in text and "41 rows" in text
+    assert re.search(r"running .*\d+/\d+ tasks", text)  # progress while a query runs (on a terminal only)
+    assert text.index(f"answered in {first:.2f} s") < text.index(f"answered in {second:.2f} s")
+    print(f"repl latency: first query {first:.2f} s (Spark starting), second {second:.2f} s")
+    assert "c.type = 'notcovered'" in history.read_text()  # history across sessions

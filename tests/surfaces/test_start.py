@@ -1,0 +1,293 @@
+"""A local run's start: the class data archive cetql keeps in the user's
+cache (written once, then mapped; never required), and `cetql run` sending
+its query to a `cetql serve` running on this machine.
+
+Every process a test starts gets a cache and a runtime folder of its own
+(CETQL_CACHE_DIR, XDG_RUNTIME_DIR), so nothing reaches the user's."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+from processes import descendants, free_port, spark_env, start, stop, wait_for_port
+
+from cetql.backends.spark import archive as cds
+from cetql.backends.spark import connect, session
+from cetql.base.errors import UsageError
+from cetql.surfaces.cli.main import main
+from cetql.surfaces.serve import server as serve
+from cetql.surfaces.serve import state as serve_state
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECKS = ROOT / "examples" / "data" / "checks.csv"
+KITING = ROOT / "examples" / "kiting.cet"
+MAGIC = (0xF00BABA8).to_bytes(4, "little")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("CETQL_CACHE_DIR", str(folder))
+    monkeypatch.delenv("CETQL_CLASS_ARCHIVE", raising=False)
+    return folder
+
+
+def _flag(options: list[str]) -> tuple[str, Path]:
+    (option,) = options
+    flag, _, path = option.partition("=")
+    return flag, Path(path)
+
+
+# ---------------------------------------------------------------- the class archive, without a JVM
+
+
+def test_class_archive_is_written_once_then_mapped(cache):
+    flag, part = _flag(cds.class_archive())
+    assert flag == "-XX:ArchiveClassesAtExit" and part.parent == cache / "classes" and part.suffix == ".part"
+    assert cds.class_archive(write=False) == []  # a server never writes one
+    part.write_bytes(bytes(8192))  # being written: the JVM writes the header last
+    assert cds.class_archive() == []  # another run is writing it: this one neither writes nor maps
+    part.write_bytes(MAGIC + bytes(8188))  # finished
+    flag, archive = _flag(cds.class_archive())
+    assert flag == "-XX:SharedArchiveFile" and archive.name.endswith(".8192.jsa") and not part.exists()
+    assert _flag(cds.class_archive(write=False)) == (flag, archive)
+    assert [p.name for p in archive.parent.iterdir() if p.suffix in (".jsa", ".part")] == [archive.name]
+
+
+def test_a_cut_or_abandoned_archive_is_never_offered(cache):
+    flag, part = _flag(cds.class_archive())
+    part.write_bytes(MAGIC + bytes(8188))
+    _, archive = _flag(cds.class_archive())
+    with open(archive, "r+b") as f:  # cut short: the JVM would map past its end and crash
+        f.truncate(6000)
+    flag, again = _flag(cds.class_archive())
+    assert flag == "-XX:ArchiveClassesAtExit" and not archive.exists()
+    again.write_bytes(bytes(100))  # its JVM was killed before the header
+    old = time.time() - 3600
+    os.utime(again, (old, old))
+    flag, _ = _flag(cds.class_archive())
+    assert flag == "-XX:ArchiveClassesAtExit" and not again.exists()
+    assert cds.class_archive() == []  # three runs tried: no more attempts for this install
+
+
+def test_class_archive_off_or_unwritable(cache, monkeypatch, tmp_path):
+    monkeypatch.setenv("CETQL_CLASS_ARCHIVE", "off")
+    assert cds.class_archive() == [] and not cache.exists()
+    monkeypatch.delenv("CETQL_CLASS_ARCHIVE")
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("CETQL_CACHE_DIR", str(blocker))
+    assert cds.class_archive() == []
+
+
+def test_jvm_options_for_a_local_run(cache, monkeypatch):
+    options = session.jvm_options()
+    assert options[: len(session.JIT_OPTIONS)] == list(session.JIT_OPTIONS)
+    monkeypatch.setenv("CETQL_JVM_OPTIONS", "-Xshare:on -XX:+UseParallelGC")
+    assert session.jvm_options()[:2] == ["-Xshare:on", "-XX:+UseParallelGC"]
+    monkeypatch.setenv("CETQL_CLASS_ARCHIVE", "off")
+    monkeypatch.setenv("CETQL_JVM_OPTIONS", "")
+    assert session.jvm_options() == []
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else "java"
+
+
+@pytest.mark.parametrize("content", [bytes(1 << 20), MAGIC + os.urandom(1 << 20)], ids=["no header", "garbage"])
+def test_the_jvm_runs_without_an_archive_it_cannot_use(tmp_path, content):
+    bad = tmp_path / "bad.jsa"
+    bad.write_bytes(content)
+    done = subprocess.run([_java(), f"-XX:SharedArchiveFile={bad}", "-version"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+# ---------------------------------------------------------------- the class archive, through Spark
+
+
+def _run(args: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "cetql", "run", *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def _rows(text: str) -> list:
+    rows = list(csv.reader(io.StringIO(text)))
+    return [rows[0], *sorted(rows[1:])]
+
+
+def test_a_run_writes_the_archive_and_the_next_maps_it(tmp_path):
+    cache, work = tmp_path / "cache", tmp_path / "work"
+    work.mkdir()
+    env = spark_env(CETQL_CACHE_DIR=str(cache), CETQL_LOG_DIR=str(tmp_path), XDG_RUNTIME_DIR=str(tmp_path))
+    env.pop("CETQL_CLASS_ARCHIVE", None)
+    args = [KITING, "--input", CHECKS, "--id-col", "id", "--format", "csv", "--limit", "0", "--no-serve"]
+    began = time.monotonic()
+    first = _run(args, env, work)
+    print(f"the run that writes the archive: {time.monotonic() - began:.1f} s")
+    deadline = time.monotonic() + 300
+    while not any(p.read_bytes()[:4] == MAGIC for p in (cache / "classes").glob("*.part")):
+        assert time.monotonic() < deadline, "the JVM wrote no class archive as it exited"
+        time.sleep(1)
+    # -Xshare:on: the JVM refuses to start unless it maps the archive
+    mapped = _run(args, {**env, "CETQL_JVM_OPTIONS": "-XX:TieredStopAtLevel=1 -Xshare:on"}, work)
+    assert _rows(mapped.stdout) == _rows(first.stdout) and len(_rows(first.stdout)) > 100
+    (archive,) = (cache / "classes").glob("*.jsa")
+    assert not list(work.iterdir()), "the runs wrote outside the cache"
+    # made for Spark's class path: a JVM on another runs without it
+    done = subprocess.run([_java(), "-cp", str(tmp_path), f"-XX:SharedArchiveFile={archive}", "-version"],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+
+# ---------------------------------------------------------------- cetql run and a running cetql serve
+
+
+def _state(folder: Path, **fields) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {"url": "sc://127.0.0.1:1", "port": 1, "pid": os.getpid(), "started": 0.0, **serve_state.identity(), **fields}
+    path = folder / f"serve-{state['port']}.json"
+    path.write_text(json.dumps(state))
+    return path
+
+
+def test_only_a_live_server_of_this_python_and_cetql_is_used(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    folder = serve_state.state_dir()
+    assert folder == tmp_path / "cetql"
+    gone = _state(folder, pid=2**22 + 17, port=2)  # no such process
+    assert serve_state.running() is None and not gone.exists()
+    _state(folder, port=3)  # this process is no `cetql serve`
+    port = free_port()
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+        monkeypatch.setattr(serve, "_alive", lambda pid: True)
+        _state(folder, port=port, url=f"sc://127.0.0.1:{port}", python="/other/python")
+        assert serve_state.running() is None  # another Python's workers would import another cetql
+        _state(folder, port=port, url=f"sc://127.0.0.1:{port}")
+        assert serve_state.running() == f"sc://127.0.0.1:{port}"
+        assert serve_state.discovered("local[1]", None) is None and serve_state.discovered(None, "sc://x:1") is None
+    assert serve_state.running() is None  # nothing answers there any more
+
+
+def test_run_uses_a_running_serve(spark, capsys, tmp_path):
+    port = free_port()
+    env = spark_env(CETQL_CACHE_DIR=str(tmp_path / "cache"), CETQL_LOG_DIR=str(tmp_path),
+                    XDG_RUNTIME_DIR=str(tmp_path), CETQL_CLASS_ARCHIVE="off")  # fmt: skip
+    log = tmp_path / "serve.out"
+    server = start([sys.executable, "-m", "cetql", "serve", "--port", str(port), "--master", "local[2]",
+                    "--driver-memory", "1g", "--conf", "spark.sql.shuffle.partitions=2"], log, env=env)  # fmt: skip
+    state = tmp_path / "cetql" / f"serve-{port}.json"
+    try:
+        wait_for_port(server, port, log, "cetql serve")
+        deadline = time.monotonic() + 30
+        while not state.exists():
+            assert time.monotonic() < deadline, "cetql serve wrote no state file"
+            time.sleep(0.2)
+        args = ["run", str(KITING), "--input", str(CHECKS), "--id-col", "id", "--format", "csv", "--limit", "0"]
+        assert main(args) == 0  # this process's own session: no server is looked for
+        local = _rows(capsys.readouterr().out)
+        work = tmp_path / "work"
+        work.mkdir()
+        remote = _run(args[1:], env, work)
+        url = f"sc://127.0.0.1:{port}"
+        assert f"using cetql serve at {url}; --no-serve to start a local Spark" in remote.stderr
+        assert _rows(remote.stdout) == local and len(local) > 100
+        # the next run takes the same server session, and with it the Python workers the first started
+        slot = tmp_path / "cetql" / "sessions" / "slot-0"
+        held, daemons = slot.read_text(), _daemons(server.pid)
+        assert len(daemons) == 1, daemons
+        assert _rows(_run(args[1:], env, work).stdout) == local
+        assert slot.read_text() == held and _daemons(server.pid) == daemons
+        # a kept session reads its input again: the same path with other rows gives their trends
+        changed = work / "checks.csv"
+        changed.write_text("".join(CHECKS.read_text().splitlines(keepends=True)[:1001]))
+        args_changed = [*args[:3], str(changed), *args[4:]]
+        assert main(args_changed) == 0
+        fewer = _rows(capsys.readouterr().out)
+        assert _rows(_run(args_changed[1:], env, work).stdout) == fewer and len(fewer) < len(local)
+        changed.write_text(CHECKS.read_text())
+        assert _rows(_run(args_changed[1:], env, work).stdout) == local
+        # a slot's session the server has closed (another client released it): a new one, once
+        _release(f"{url}/;session_id={held}")
+        again = _run(args[1:], env, work)
+        assert _rows(again.stdout) == local, again.stderr
+        assert slot.read_text() != held
+        # a plan that runs in process is handed whole to the serve's warm process: the same files as here
+        (work / "in").mkdir()
+        pq.write_table(pcsv.read_csv(CHECKS), work / "in" / "part-0.parquet")  # 64-bit numbers: the local engine's
+        to_files = [str(KITING), "--input", str(work / "in"), "--id-col", "id", "--output"]
+        assert main(["run", *to_files, str(work / "here"), "--engine", "local"]) == 0
+        served = _run([*to_files, "out"], env, work)  # a relative path: the client's working folder
+        assert f"using cetql serve's warm process (pid {server.pid})" in served.stderr, served.stderr
+        assert "wrote 3,771 trends to out (parquet)" in served.stdout, served.stdout
+        here, there = spark.read.parquet(str(work / "here")), spark.read.parquet(str(work / "out"))
+        assert here.count() == 3771 and here.exceptAll(there).count() == 0 and there.exceptAll(here).count() == 0
+        refused = subprocess.run([sys.executable, "-m", "cetql", "run", *to_files, "out"], capture_output=True,
+                                 text=True, env=env, cwd=work, timeout=600)  # fmt: skip
+        assert refused.returncode == 2 and "exists" in refused.stderr  # said by the serve's child, as here
+    finally:
+        stop(server)
+    assert not state.exists(), "cetql serve left its state file behind"
+
+
+def _daemons(pid: int) -> set[int]:
+    """The Python worker daemons (one a server session) below a process:
+    pyspark.daemon processes whose parent is not one (the workers are)."""
+
+    def daemon(p: int) -> bool:
+        try:
+            return b"pyspark.daemon" in Path(f"/proc/{p}/cmdline").read_bytes()
+        except OSError:
+            return False
+
+    def parent(p: int) -> int:
+        return int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+    return {p for p in descendants(pid) if daemon(p) and not daemon(parent(p))}
+
+
+def _release(url: str) -> None:
+    """Close a server session from another client, as the server's idle timeout would."""
+    code = (f"from pyspark.sql import SparkSession as S; s = S.builder.remote({url!r}).getOrCreate(); "
+            "s.range(1).count(); s.stop()")  # fmt: skip
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=spark_env(), timeout=120)
+
+
+def test_session_slots_are_held_one_run_at_a_time(monkeypatch, tmp_path):
+    """A slot is held until released (a run in a long-lived process gives
+    its slot back at its end); all slots held: None, a session of its own."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    held = [serve_state.session_slot() for _ in range(serve_state.SESSION_SLOTS)]
+    assert all(held) and len({s.session_id for s in held}) == serve_state.SESSION_SLOTS
+    assert serve_state.session_slot() is None
+    first = held[0].session_id
+    held[0].release()
+    again = serve_state.session_slot()
+    assert again is not None and again.session_id == first
+    for s in [again, *held[1:]]:
+        s.release()
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "3601", "soon"])
+def test_connect_retry_seconds_are_checked(monkeypatch, value):
+    monkeypatch.setenv("CETQL_CONNECT_RETRY_SECONDS", value)
+    with pytest.raises(UsageError, match="CETQL_CONNECT_RETRY_SECONDS"):
+        connect.connect_retry_seconds()
+    monkeypatch.setenv("CETQL_CONNECT_RETRY_SECONDS", "6")
+    assert connect.connect_retry_seconds() == 6
