@@ -14,7 +14,7 @@ A1  `RETURN id, COUNT(*) PATTERN Stock S+ WHERE [id] AND S.price <
     events of bench/aggregate.py's stream.
 
 Phases (one process, one run of each version): starting Python and
-importing what `cetql run` imports (cetql.cli) and pyspark; launching the
+importing what `cetql run` imports (cetql.surfaces.cli.main) and pyspark; launching the
 JVM (spark-submit, its launcher, the JVM up to its py4j gateway); the
 session (SparkContext, SparkSession); compiling, reading the inputs'
 schemas and planning; building the DataFrame; writing
@@ -72,9 +72,9 @@ PHASES = r"""
 import json, shutil, sys, time
 began = float(sys.argv[5])
 times, jobs = {"start Python, import cetql's command and pyspark": 0.0}, {}
-import cetql, cetql.cli
-from cetql.options import OutputFormat, OutputMode
-from cetql.output import write
+import cetql, cetql.surfaces.cli.main
+from cetql.base.options import OutputFormat, OutputMode
+from cetql.surfaces.output import write
 import pyspark.java_gateway as jg
 times["start Python, import cetql's command and pyspark"] = time.time() - began
 launch = jg.launch_gateway
@@ -85,7 +85,7 @@ def timed_launch(*a, **k):
     finally:
         times["launch the JVM (spark-submit, py4j)"] = time.perf_counter() - t
 jg.launch_gateway = timed_launch
-from cetql.session import get_spark
+from cetql.backends.spark.session import get_spark
 t = time.perf_counter()
 spark = get_spark()
 times["session (SparkContext, SparkSession)"] = time.perf_counter() - t - times["launch the JVM (spark-submit, py4j)"]

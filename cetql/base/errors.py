@@ -149,7 +149,7 @@ class CetqlError(Exception):
 # text of a traceback, which `cetql.failures` hands to the command line as it
 # is: they keep the words messages are written in (`--max-trends`).  (Python
 # callers meet them inside PySpark's own PythonException.)
-_WORKER_MODULE = "planner.kernels.errors"
+_WORKER_MODULE = "kernels.errors"
 
 
 class QueryError(CetqlError, ValueError):

@@ -89,7 +89,7 @@ class Driver:
 
     SCRIPT = (
         "import json, sys\n"
-        "from cetql.cli import main\n"
+        "from cetql.surfaces.cli.main import main\n"
         "for line in sys.stdin:\n"
         "    print('exit code:', json.dumps(main(json.loads(line))), flush=True)\n"
     )

@@ -281,9 +281,9 @@ def test_a_shared_graph_is_planned_where_no_trend_depends_on_its_window(text, ty
 
 def test_blocks_are_planned_for_many_windows_only():
     many, plan_many = plan_for("PATTERN S+ s[] WITHIN 8 SLIDE 1")
-    assert many.find(Windows).sharing.choice == "blocks" and plan_many.spec.columns.block == 8
+    assert many.find(Windows).sharing.choice == "blocks" and kernel_spec(plan_many).columns.block == 8
     two, plan_two = plan_for("PATTERN S+ s[] WITHIN 8 SLIDE 4")
-    assert two.find(Windows).sharing.choice == "copy" and plan_two.spec.columns.block == 0
+    assert two.find(Windows).sharing.choice == "copy" and kernel_spec(plan_two).columns.block == 0
     forced, _ = plan_for("PATTERN S+ s[] WITHIN 8 SLIDE 1", options=RunOptions.of(sharing="copy"))
     assert forced.find(Windows).sharing.choice == "copy"
     dist, _ = plan_for("PATTERN S+ s[] WITHIN 8 SLIDE 1", options=RunOptions.of(strategy="distributed"))

@@ -37,6 +37,7 @@ from cetql.base.processes import start_time
 from cetql.surfaces import output
 from cetql.surfaces.cli.main import main
 from cetql.surfaces.output import staging
+from cetql.surfaces.output import writers as output_writers
 from cetql.surfaces.repl import HELP, Shell
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -320,8 +321,8 @@ def test_overwrite_swaps_and_restores(tmp_path, renames, monkeypatch):
             raise OSError(5, "Input/output error")
         return real(src, dst)
 
-    monkeypatch.setattr(output, "_exchange", lambda a, b: False)
-    monkeypatch.setattr(output, "rename_noreplace", failing)
+    monkeypatch.setattr(staging, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(staging, "rename_noreplace", failing)
     with pytest.raises(OSError, match="Input/output error"):
         with output.staged(_target(out, "overwrite")) as stage:
             stage.path.mkdir()
@@ -341,7 +342,7 @@ def test_folder_appearing_while_the_query_runs(spark, tmp_path, capsys, monkeypa
         (tmp_path / "out" / "theirs.txt").write_text("theirs")
         return counted(folder, fmt)
 
-    monkeypatch.setattr(output, "count_rows", meanwhile)
+    monkeypatch.setattr(output_writers, "count_rows", meanwhile)
     assert main(["run", "q.cet", "--input", "in.csv", "--output", "out"]) == 1
     err = capsys.readouterr().err
     assert "output 'out' appeared while the query ran; it was left as it is" in err and len(err.splitlines()) == 1
@@ -428,7 +429,7 @@ def _plain_writer(out: Path) -> subprocess.Popen:
     staging holds a partial result."""
     script = textwrap.dedent(f"""
         import time
-        from cetql import output
+        from cetql.surfaces import output
         with output.staged(output.resolve_output({str(out)!r})) as stage:
             stage.path.mkdir()
             (stage.path / "part-0").write_text("partial")

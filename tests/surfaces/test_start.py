@@ -25,7 +25,6 @@ from cetql.backends.spark import archive as cds
 from cetql.backends.spark import connect, session
 from cetql.base.errors import UsageError
 from cetql.surfaces.cli.main import main
-from cetql.surfaces.serve import server as serve
 from cetql.surfaces.serve import state as serve_state
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -176,7 +175,7 @@ def test_only_a_live_server_of_this_python_and_cetql_is_used(tmp_path, monkeypat
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", port))
         listener.listen()
-        monkeypatch.setattr(serve, "_alive", lambda pid: True)
+        monkeypatch.setattr(serve_state, "_alive", lambda pid: True)
         _state(folder, port=port, url=f"sc://127.0.0.1:{port}", python="/other/python")
         assert serve_state.running() is None  # another Python's workers would import another cetql
         _state(folder, port=port, url=f"sc://127.0.0.1:{port}")
