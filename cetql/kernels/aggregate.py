@@ -15,11 +15,11 @@ from cetql.kernels import spec as K
 from cetql.kernels.aseq import count as aseq_count
 from cetql.kernels.batches import window_groups
 from cetql.kernels.columns import read_columns, template_columns
+from cetql.kernels.compare import smaller
 from cetql.kernels.errors import AggregateOverflow, describe_group, describe_window, digits
 from cetql.kernels.kleene import kleene_count, kleene_count_windows
 from cetql.kernels.parts import keyed_template, nothing, part_columns, parts
 from cetql.kernels.template import GroupTemplate, Step
-from cetql.kernels.values import smaller
 
 DEC38 = pa.decimal128(38, 0)
 MAX38 = 10**38 - 1

@@ -7,7 +7,7 @@ of the kernels and of the tests, as Spark evaluates the same expression
 (`env[slot][column]`); `evaluate(e, env)` evaluates one.  SQL three-valued
 logic: a null operand makes a comparison or an arithmetic result null,
 values that cannot be compared compare as null, division and modulo by zero
-are null, AND and OR are absorbing; comparisons are Spark SQL's (`values`:
+are null, AND and OR are absorbing; comparisons are Spark SQL's (`compare`:
 NaN = NaN, NaN above every number, decimals against doubles as doubles).
 """
 
@@ -19,7 +19,7 @@ from decimal import Decimal
 
 from cetql.base.errors import ParameterError
 from cetql.kernels import spec as K
-from cetql.kernels.values import compare
+from cetql.kernels.compare import compare
 
 
 def _mixed(a, b):

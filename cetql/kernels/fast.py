@@ -8,9 +8,8 @@ run instead.
 
 Covered: COUNT(*) of E+ with at most one equal or range predicate, per
 window (`aggregate_counts`), and detection of E+ with one equal predicate,
-ALL or COMPLETE trends (`fast_detect.detect_batches`).  Predicate columns
-must be integers, doubles or text on both sides (`ranks`); other types
-take the reference path.
+ALL or COMPLETE trends (`fast_detect.detect_batches`), over columns of
+every type (`compare.arrow_keys`).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from cetql.kernels import opcodes as O
 from cetql.kernels import spec as K
 from cetql.kernels.batches import group_starts
 from cetql.kernels.batches import segments as listed
-from cetql.kernels.values import MIRROR
+from cetql.kernels.compare import MIRROR, arrow_keys, time_keys
 
 OPS = {None: O.NONE, "=": O.EQ, "<": O.LT, "<=": O.LE, ">": O.GT, ">=": O.GE}
 
@@ -76,46 +75,14 @@ def _numeric(a: pa.Array, dtype) -> np.ndarray:
     return np.asarray(pc.fill_null(a, 0).to_numpy(zero_copy_only=False), dtype=dtype)
 
 
-def keys(a: pa.Array, b: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """Both columns as int64 keys whose order and equality are SQL's
-    (`values`: NaN above every number and equal to itself, -0.0 = 0.0, an
-    integer against a double as doubles), and their validity (null: False);
-    None for types left to the reference.  Numbers map in O(n) (a double's
-    bits, ordered as integers), text by its rank among the distinct values."""
-    ta, tb = a.type, b.type
-    if pa.types.is_integer(ta) and pa.types.is_integer(tb):
-        ka, kb = _numeric(a, np.int64), _numeric(b, np.int64)
-    elif all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in (ta, tb)):
-        ka, kb = _double_keys(_numeric(a, np.float64)), _double_keys(_numeric(b, np.float64))
-    elif all(pa.types.is_string(t) or pa.types.is_large_string(t) for t in (ta, tb)):
-        both = pa.concat_arrays([a.cast(pa.large_string()), b.cast(pa.large_string())])
-        distinct = pc.unique(both).drop_null()
-        order = pc.sort_indices(distinct)  # UTF-8 byte order: Python's code point order
-        codes = _numeric(pc.index_in(both, value_set=distinct.take(order)), np.int64)
-        ka, kb = codes[: len(a)], codes[len(a) :]
-    else:
-        return None
-    return ka, _valid(a), kb, _valid(b)
-
-
-def _double_keys(x: np.ndarray) -> np.ndarray:
-    x = x + 0.0  # -0.0 → 0.0
-    x[np.isnan(x)] = np.nan  # one NaN
-    bits = x.view(np.int64)
-    return np.where(bits < 0, bits ^ np.int64(0x7FFFFFFFFFFFFFFF), bits)
-
-
-def _valid(a: pa.Array) -> np.ndarray:
-    if a.null_count == 0:
-        return np.ones(len(a), dtype=bool)
-    return np.asarray(a.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+def keys(a: pa.Array, b: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Both columns as int64 keys in SQL order, and their validity (`compare.arrow_keys`)."""
+    return arrow_keys(a, b)
 
 
 def times(table: pa.Table, name: str) -> np.ndarray | None:
     a = _column(table, name)
-    if a.null_count or not (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)):
-        return None
-    return np.ascontiguousarray(a.to_numpy(zero_copy_only=False))
+    return None if a.null_count else time_keys(a)
 
 
 def segments(c: K.Columns, table: pa.Table) -> tuple[np.ndarray, np.ndarray, pa.Array]:
@@ -157,10 +124,7 @@ def aggregate_counts(spec: K.AggregateSpec, table: pa.Table, lo: np.ndarray, hi:
     n = table.num_rows
     if preds:
         ((lc, op, hc),) = preds
-        got = keys(_column(table, lc), _column(table, hc))
-        if got is None:
-            return None
-        probe, probe_ok, at, at_ok = got
+        probe, probe_ok, at, at_ok = keys(_column(table, lc), _column(table, hc))
         code = OPS[MIRROR[op]]  # inserted at h's key r, a later event's probe q: `r MIRROR(op) q`
     else:
         probe = at = np.zeros(n, dtype=np.int64)

@@ -19,6 +19,7 @@ from cetql.base.options import TrendSet
 from cetql.kernels import spec as K
 from cetql.kernels.columns import detect_schema
 from cetql.kernels.fast import _column, enabled, keys, segments
+from cetql.kernels.fast import times as fast_times
 
 
 def applies(spec: K.DetectSpec) -> bool:
@@ -39,12 +40,10 @@ def detect_batches(spec: K.DetectSpec, table: pa.Table) -> list[pa.RecordBatch] 
     """The trends of every window of a sorted table, or None (see the module)."""
     c, t = spec.columns, spec.template
     ((lc, hc),) = t.transitions[0].equal
-    got = keys(_column(table, lc), _column(table, hc))
-    when = _column(table, c.time)
-    if got is None or when.null_count or not (pa.types.is_integer(when.type) or pa.types.is_floating(when.type)):
+    times = fast_times(table, c.time)
+    if times is None:
         return None
-    lk, lok, hk, hok = got
-    times = np.ascontiguousarray(when.to_numpy(zero_copy_only=False))
+    lk, lok, hk, hok = keys(_column(table, lc), _column(table, hc))
     mask = np.asarray(pc.fill_null(_column(table, t.states[0].mask), False).to_numpy(zero_copy_only=False), dtype=bool)
     lo, hi, wk = segments(c, table)
     every = spec.trend_set is TrendSet.ALL

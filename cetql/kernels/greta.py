@@ -32,10 +32,10 @@ from typing import NamedTuple
 from cetql.base.options import TrendSet
 from cetql.kernels import spec as K
 from cetql.kernels.classes import complete_classes
+from cetql.kernels.compare import smaller
 from cetql.kernels.graph import Graph, paths
 from cetql.kernels.index import MAX, MIN, SUM, Monoid
 from cetql.kernels.template import GroupTemplate
-from cetql.kernels.values import smaller
 
 
 class Target:

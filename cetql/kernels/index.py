@@ -2,9 +2,9 @@
 aggregation.
 
 An indexed edge predicate is `next.lval OP h(prev)`, OP in = < <= > >=.
-`AttributeIndex` holds both sides as comparison keys (`values`: NaN one
+`AttributeIndex` holds both sides as comparison keys (`compare`: NaN one
 value above every number, -0.0 = 0.0, decimals against doubles as doubles)
-— for a range, as their ranks in one SQL order (`values.ranks`), ABI's
+— for a range, as their ranks in one SQL order (`compare.ranks`), ABI's
 attribute vertices — so that a predicate is a comparison of two keys and
 the events a probe may pair with are one key or a span of ranks (`span`):
 
@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from sortedcontainers import SortedList
 
-from cetql.kernels.values import COMPARATORS, comparable, ranks, smaller
+from cetql.kernels.compare import COMPARATORS, comparable, ranks, smaller
 
 SUM, MIN, MAX = "sum", "min", "max"
 

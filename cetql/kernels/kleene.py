@@ -19,9 +19,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from cetql.kernels.compare import COMPARATORS, MIRROR
 from cetql.kernels.index import ByKey, Fenwick, sums
 from cetql.kernels.template import Step
-from cetql.kernels.values import COMPARATORS, MIRROR
 
 
 def tie_runs(times: Sequence):

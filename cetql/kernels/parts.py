@@ -19,7 +19,7 @@
   such an event anyway is refused here (`SharedKeyedEvent`), never answered
   wrongly.
 
-Keys compare as Spark compares them (`values.key`: NaN equals NaN, -0.0
+Keys compare as Spark compares them (`compare.key`: NaN equals NaN, -0.0
 equals 0.0).  The keyed states' masks are columns of their own in a part
 (`keyed_template` renames them), so no column the table holds is changed.
 """
@@ -32,8 +32,8 @@ from itertools import product
 
 from cetql.base.errors import shared_keyed_event
 from cetql.kernels import spec as K
+from cetql.kernels.compare import key
 from cetql.kernels.errors import SharedKeyedEvent
-from cetql.kernels.values import key
 
 
 @dataclass(frozen=True)

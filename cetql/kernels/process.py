@@ -13,7 +13,7 @@ How the kernels fit together, for a first read: `spec` (what a worker
 receives) → `batches` (groups of a sorted table) → `parts` (equivalence
 keys inside a group) → `template` (a group's events against the pattern:
 nodes, predicates, negations, GRETA's propagation) over `index` (the ABI
-attribute index) and `values` (what a comparison means) → detection:
+attribute index) and `compare` (what a comparison means) → detection:
 `graph` (nodes and successors), `walks` (paths depth first), `runs`
 (several states an event) → aggregation: `greta` (vectors), `classes`
 (several states an event), `kleene` (COUNT(*) of E+), `aseq` (fixed SEQ).

@@ -10,7 +10,7 @@ it (`process` is where they start).
 Expressions
 -----------
 An `Expr` is a tree of the frozen values below, evaluated with SQL
-three-valued logic and Spark SQL's comparisons (`values`): a null operand
+three-valued logic and Spark SQL's comparisons (`compare`): a null operand
 makes a comparison or an arithmetic result null; a null predicate is false;
 division or modulo by zero is null; NaN equals NaN and is larger than every
 number.  `kernels.expr` evaluates them in Python, `spark.exprs` spells them

@@ -21,9 +21,9 @@ import bisect
 from collections.abc import Callable, Sequence
 
 from cetql.kernels import spec as K
+from cetql.kernels.compare import MIRROR
 from cetql.kernels.expr import Row, compile_expr
 from cetql.kernels.index import MAX, AttributeIndex, Monoid, sums
-from cetql.kernels.values import MIRROR
 
 
 class Step:

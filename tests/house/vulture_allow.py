@@ -20,3 +20,5 @@ _.handleExpiredTimer  # planner/spark/streaming.py: Spark's StatefulProcessor ho
 _.expiredTimerInfo  # planner/spark/streaming.py: handleExpiredTimer's argument, which Spark passes by name
 _.release_session_on_close  # cetql/cli.py: read by pyspark's Connect SparkSession.stop (False: the session stays open)
 _.AUTO  # cetql/options.py: Engine.AUTO, an enum member chosen by value (--engine auto)
+_.order_key  # cetql/kernels/compare.py: the SQL dialects' tests sort by it (tests/kernels/test_compare.py checks it)
+_.CASES  # cetql/kernels/compare.py: the table of comparison cases every evaluator and SQL dialect is tested on

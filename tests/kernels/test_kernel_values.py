@@ -25,9 +25,9 @@ from reference import sql_compare
 
 from cetql.kernels import spec as K
 from cetql.kernels.batches import group_starts
+from cetql.kernels.compare import COMPARATORS, compare, ranks
 from cetql.kernels.expr import evaluate
 from cetql.kernels.index import AttributeIndex, count_in_range, later_in_range, sums
-from cetql.kernels.values import COMPARATORS, compare, ranks
 
 OPS = ["=", "!=", "<", "<=", ">", ">="]
 VALUES = [*SPECIAL, 1, 3, Decimal("2.5"), Decimal("-1")]

@@ -23,8 +23,8 @@ import cetql
 from cetql.base.options import RunOptions
 from cetql.kernels import process
 from cetql.kernels import spec as K
+from cetql.kernels.compare import key
 from cetql.kernels.expr import compile_expr
-from cetql.kernels.values import key
 from cetql.planner.logical.plan import InputFacts, Inputs, Resources
 from cetql.planner.physical.kernel import kernel_spec
 from cetql.planner.physical.plan import Arithmetic, PhysicalPlan
