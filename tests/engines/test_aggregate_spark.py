@@ -9,12 +9,12 @@ import math
 from decimal import Decimal
 
 import pytest
+from cases import aggregation_with_case
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from reference import reference_aggregates
 
 import cetql
-from cetql.language import ast as A
 from cetql.language.printer import aggregate_to_text
 
 SETTINGS = settings(
@@ -152,16 +152,6 @@ def test_cli_aggregation_flags(spark, tmp_path, capsys):
 # ------------------------------------------------------------------ against the reference
 
 
-def _with_case(text):
-    q = cetql.parse(text)
-    case = A.Equivalence((A.Name("case"),))
-    where = case if q.where is None else A.And((case, q.where))
-    returns = q.returns
-    if returns:
-        returns = (A.Name("case"), *returns)
-    fields = {f: getattr(q, f) for f in q.__dataclass_fields__ if f not in ("pos", "clauses")}
-    fields.update(where=where, group_by=(A.Name("case"), *q.group_by), returns=returns)
-    return cetql.to_text(A.Query(**fields))
 
 
 TYPES = "ABCDE"
@@ -220,7 +210,7 @@ def test_aggregates_equal_reference(spark, text, batch):
     frames = typed_frames(spark, rows)
     if not frames:
         return
-    got_rows = run(spark, _with_case(text), frames)
+    got_rows = run(spark, aggregation_with_case(text), frames)
     q = cetql.parse(text)
     names = [aggregate_to_text(a) for a in q.aggregates]
     groups = [c.name for c in q.group_by]

@@ -9,25 +9,18 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
+from cases import detection_with_case
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from reference import reference_trends
 
 import cetql
-from cetql.language import ast as A
 
 SETTINGS = settings(
     max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate]
 )  # shrinking re-runs Spark jobs for minutes; a failing batch is printed whole
 
 
-def _with_case(text: str) -> str:
-    q = cetql.parse(text)
-    case = A.Equivalence((A.Name("case"),))
-    where = case if q.where is None else A.And((case, q.where))
-    return cetql.to_text(
-        A.Query(**{**{f: getattr(q, f) for f in q.__dataclass_fields__ if f not in ("pos", "clauses")}, "where": where})
-    )
 
 
 def stream(max_events=9):
@@ -75,7 +68,7 @@ def _frame(spark, batch):
 
 
 def _spark_trends(df, text, params, strategy, trend_set, **options):
-    out = cetql.compile(_with_case(text), params).run(df, id_col="id", strategy=strategy, trends=trend_set, **options)
+    out = cetql.compile(detection_with_case(text), params).run(df, id_col="id", strategy=strategy, trends=trend_set, **options)
     got: dict = {}
     for r in out.collect():
         got.setdefault(r["case"], set()).add((r["window_start"], tuple(r["events"])))
@@ -145,7 +138,7 @@ def test_a_memory_budget_too_small_for_any_edge_gives_the_same_trends(spark, tex
     reads the session's executor memory (local: spark.driver.memory) for
     the default."""
     df, per_case = _frame(spark, batch)
-    compiled = cetql.compile(_with_case(text), params)
+    compiled = cetql.compile(detection_with_case(text), params)
     memory = compiled.execution(df, id_col="id").plan.logical.root.memory
     assert f"half the executor memory ({spark.conf.get('spark.driver.memory')}) over its 2 task slots" in memory.reason
     assert compiled.execution(df, id_col="id", memory_budget=1).plan.logical.root.max_edges == 0
@@ -186,7 +179,7 @@ SLIDING_QUERIES = [
 @given(batch=cases)
 def test_sliding_windows_blocks_equal_copies(spark, text, params, batch):
     df, per_case = _frame(spark, batch)
-    compiled = cetql.compile(_with_case(text), params)
+    compiled = cetql.compile(detection_with_case(text), params)
     windows = compiled.execution(df, id_col="id").plan.logical.root.child.child
     assert windows.sharing.choice == "blocks" and windows.shared_graph == text.startswith("PATTERN Check+")
     assert compiled.execution(df, id_col="id", sharing="copy").plan.logical.root.child.child.sharing.choice == "copy"

@@ -36,13 +36,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cases import aggregation_with_case, detection_with_case
 from generators import SLIDING, WINDOWS, queries, stream
 from harness import plan_for
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from reference import reference_aggregates, reference_trends
-from test_aggregate_spark import _with_case as aggregation_with_case
-from test_detect_spark import _with_case as detection_with_case
 
 import cetql
 from cetql.backends.spark.streaming import PROVIDER, ROCKSDB
@@ -433,7 +432,9 @@ def test_streams_on_spark_connect(tmp_path_factory, data):
     rows_in = [[e[c] for c in SCHEMA.names if c != "at"] for e in events]
     spec = {"folder": str(folder), "queries": [(w, o) for _, w, o in chosen], "events": rows_in}
     (folder / "spec.json").write_text(json.dumps(spec))
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    tests = Path(__file__).parents[1]  # the script imports the suite's support and engine modules
+    path = os.pathsep.join(str(tests / d) for d in ("support", "streams"))
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": path}
     env.pop("SPARK_REMOTE", None)
     done = subprocess.run([sys.executable, __file__, str(folder / "spec.json")], env=env, capture_output=True,
                           text=True, timeout=900, cwd=Path(__file__).parent)  # fmt: skip
@@ -447,5 +448,4 @@ def test_streams_on_spark_connect(tmp_path_factory, data):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent))
     connect_job(sys.argv[1])

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pexpect
 
-from cetql.surfaces.repl import Shell, _entries_from, is_complete
+from cetql.surfaces.repl import Shell, is_complete
+from cetql.surfaces.repl.loop import _entries_from
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKS = ROOT / "examples" / "data" / "checks.csv"
