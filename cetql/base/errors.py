@@ -39,7 +39,7 @@ _ENUMS = {
     "exact": ("decimal", "string"),
     "kernel": ("index", "scan"),
     "time_unit": ("s", "ms", "us", "ns"),
-    "engine": ("auto", "local", "spark"),
+    "engine": ("auto", "embedded", "spark"),
 }
 OPTION_FLAGS: dict[str, tuple[str, object]] = {
     **{"--" + k.replace("_", "-"): (k, v) for k, v in _ENUMS.items()},

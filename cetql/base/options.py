@@ -76,19 +76,20 @@ class OutputFormat(StrEnum):
 class Engine(StrEnum):
     """Where a query runs (`cetql run --engine`)."""
 
-    AUTO = "auto"  # in-process where the plan can (`planner.physical.engine`), else Spark
-    LOCAL = "local"  # in-process over Arrow, no Spark: refused where the plan cannot
+    AUTO = "auto"  # the first engine whose declared capabilities cover the plan (`planner.physical.engine`)
+    EMBEDDED = "embedded"  # in this process (DuckDB, then the kernels), no Spark: refused where it cannot
     SPARK = "spark"  # on a Spark session
 
 
 class Sink(StrEnum):
-    """What the caller does with the result: only files the caller writes
-    itself can come from the in-process engine.  Set by the surface (not a
-    user keyword)."""
+    """What the caller does with the result (set by the surface, not a user
+    keyword): each engine declares the sinks it makes."""
 
     DATAFRAME = "a Spark DataFrame"  # the Python API, the REPL
     PARQUET = "Parquet files"  # `cetql run --output DIR` (--format parquet)
-    TEXT = "printed, or written as CSV or JSON"  # Spark formats the values
+    PRINTED = "printed"  # `cetql run` without --output: a table, CSV or JSON lines on standard output
+    TEXT_FILES = "CSV or JSON files"  # `cetql run --output DIR --format csv|json`
+    URI = "files at a URI"  # --output hdfs://…, s3a://…: Spark's own writers
 
 
 class Index(StrEnum):
@@ -238,6 +239,7 @@ class RunOptions:
     memory_budget: int | None = None  # bytes a detection group may add beyond its events; None: the default
     time_zone: str = "UTC"  # the zone of times written without one (an IANA name or ±hh:mm)
     engine: Engine = Engine.SPARK  # where it runs: `cetql run` asks for AUTO
+    spark_asked: str | None = None  # a Spark session asked for, by this flag (--master, --remote, --partitions)
     sink: Sink = Sink.DATAFRAME  # what the result becomes (set by the surface, not a keyword)
 
     @classmethod
@@ -289,7 +291,7 @@ class RunOptions:
 
 _ENUM_OF = {"trends": TrendSet, "strategy": Strategy, "sharing": Sharing, "exact": Exact, "kernel": Kernel,
             "engine": Engine}
-_SURFACE_ONLY = ("sink",)  # fields the surfaces set, never a user's keyword
+_SURFACE_ONLY = ("sink", "spark_asked")  # fields the surfaces set, never a user's keyword
 
 
 def option_names() -> tuple[str, ...]:

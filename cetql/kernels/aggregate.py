@@ -14,7 +14,7 @@ from cetql.kernels import fast, greta
 from cetql.kernels import spec as K
 from cetql.kernels.aseq import count as aseq_count
 from cetql.kernels.batches import window_groups
-from cetql.kernels.columns import read_columns, template_columns
+from cetql.kernels.columns import group_fields, read_columns, template_columns
 from cetql.kernels.compare import smaller
 from cetql.kernels.errors import AggregateOverflow, describe_group, describe_window, digits
 from cetql.kernels.kleene import kleene_count, kleene_count_windows
@@ -36,8 +36,7 @@ def _output_type(spec: K.AggregateSpec, t: K.Target):
 
 
 def aggregate_schema(spec: K.AggregateSpec, input_schema: pa.Schema) -> pa.Schema:
-    fields = [input_schema.field(spec.columns.group[0])]
-    fields += [input_schema.field(k) for k in spec.output_keys]
+    fields = group_fields((spec.columns.group[0], *spec.output_keys), input_schema)
     fields += [pa.field(t.name, _output_type(spec, t)) for t in spec.targets]
     return pa.schema(fields)
 

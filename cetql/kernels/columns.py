@@ -10,11 +10,19 @@ from cetql.kernels import spec as K
 
 def detect_schema(spec: K.DetectSpec, input_schema: pa.Schema) -> pa.Schema:
     c = spec.columns
-    fields = [input_schema.field(g) for g in c.group]
+    fields = group_fields(c.group, input_schema)
     fields += [pa.field("events", pa.list_(input_schema.field(c.id).type)), pa.field("length", pa.int32())]
     if c.row:
         fields.append(pa.field("rows", pa.list_(input_schema.field(c.row).type)))
     return pa.schema(fields)
+
+
+def group_fields(group, input_schema: pa.Schema) -> list[pa.Field]:
+    """The group columns of a kernel's output: the window never null, the
+    keys nullable — one rule, so a result's schema is the same whichever
+    engine read the input (Spark's nullability or DuckDB's)."""
+    first, *keys = group
+    return [input_schema.field(first).with_nullable(False), *(input_schema.field(k).with_nullable(True) for k in keys)]
 
 
 def read_columns(table: pa.Table, names: set[str], columns: K.Columns) -> tuple[dict, list]:

@@ -11,6 +11,8 @@
 The summary (trends, distinct trends across windows, by length) goes under
 the table, or to standard error for csv/json so standard output stays data;
 it says when rows were left out.  Rows are streamed, never collected whole.
+One renderer for every engine: it reads a result through `Rows`, so a
+printed result is the same whichever engine made it.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import csv
 import datetime as dt
 import json
 import sys
+from collections.abc import Iterator
 from decimal import Decimal
+from typing import Protocol
 
-from cetql.base.errors import UsageError
 from cetql.planner.logical.plan import Detect
 from cetql.planner.semantics import ir
 
@@ -68,14 +71,25 @@ def _short(v) -> str:
 # ---------------------------------------------------------------- rows
 
 
-def _sort_columns(df, kind: str) -> list:
-    from pyspark.sql import functions as F
+class Rows(Protocol):
+    """A result as the renderer reads it, whichever engine made it
+    (`backends.spark.results`, `backends.embedded.results`): rows as dicts
+    of plain Python values (a timestamp a naive datetime in the zone the
+    result is printed in, a struct a dict, a list a list)."""
 
-    cols = [F.col(c) for c in df.columns if c not in ("events", "length", "rows") and not c.startswith(("COUNT(", "SUM(", "MIN(", "MAX(", "AVG("))]  # noqa: E501
-    if kind == "detection":
-        cols = [F.col(c) for c in df.columns if c not in ("events", "length", "rows")]
-        cols.append(F.element_at("events", 1))
-    return cols
+    plan: object  # the physical plan that made it
+    columns: list[str]
+
+    def ordered(self, limit: int) -> Iterator[dict]:
+        """Rows sorted by window, keys, then the trend's events (nulls
+        first), the first `limit` (0: every row, streamed)."""
+
+    def summary(self) -> tuple[int, int, list[tuple[int, int]]]:
+        """(rows, distinct trends across windows, [(length, trends)]) —
+        the last two for detection only."""
+
+    def lookup(self, ids: list, attrs: tuple[str, ...]) -> dict:
+        """{event id: {attr: value}} of the given events."""
 
 
 def _cell(v) -> str:
@@ -87,14 +101,14 @@ def _cell(v) -> str:
         return v.isoformat(sep=" ")
     if isinstance(v, Decimal):
         return format(v, "f")
-    if hasattr(v, "asDict"):
+    if isinstance(v, dict):
         return json.dumps(_plain(v), default=str)
     return str(v)
 
 
 def _plain(v):
-    if hasattr(v, "asDict"):
-        return {k: _plain(x) for k, x in v.asDict().items()}
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
     if isinstance(v, list):
         return [_plain(x) for x in v]
     if isinstance(v, Decimal):
@@ -104,26 +118,25 @@ def _plain(v):
     return v
 
 
-def summary(df, kind: str) -> str:
-    """One line: how many rows/trends, distinct across windows, by length."""
-    return _summary(df, kind)[0]
-
-
-def _summary(df, kind: str) -> tuple[str, int]:
+def _summary(rows: Rows, kind: str) -> tuple[str, int]:
     """(the summary line, the number of rows)."""
-    from pyspark.sql import functions as F
-
+    total, distinct, by_length = rows.summary()
     if kind != "detection":
-        n = df.count()
-        return f"{n:,} row{'s' if n != 1 else ''}", n
-    by_length = df.groupBy("length").agg(F.count(F.lit(1)).alias("n"), F.countDistinct("events").alias("d")).collect()
-    total = sum(r["n"] for r in by_length)
-    distinct = sum(r["d"] for r in by_length)
-    parts = ", ".join(f"{r['length']}: {r['n']:,}" for r in sorted(by_length, key=lambda r: r["length"]))
+        return f"{total:,} row{'s' if total != 1 else ''}", total
+    parts = ", ".join(f"{length}: {n:,}" for length, n in sorted(by_length))
     text = f"{total:,} trend{'s' if total != 1 else ''}"
     if total:
         text += f"; {distinct:,} distinct across windows; by length {parts}"
     return text, total
+
+
+def sort_columns(columns: list[str], kind: str) -> list[str]:
+    """The columns rows are printed in the order of: the window, the keys
+    (every column but the trend's and the aggregates'); then, for
+    detection, the trend's events (its first, then all: a total order)."""
+    rest = ("events", "length", "rows")
+    keys = [c for c in columns if c not in rest and not c.startswith(("COUNT(", "SUM(", "MIN(", "MAX(", "AVG("))]
+    return keys if kind != "detection" else [*keys, "events"]
 
 
 TABLE_BATCH = 1000  # rows per table when a terminal is asked for every row (--limit 0): never all in memory
@@ -136,81 +149,77 @@ def _isatty(stream) -> bool:
         return False
 
 
-def print_result(execution, *, limit: int | None, fmt: str | None, show=None, stream=None) -> None:
+def print_result(rows: Rows, *, limit: int | None, fmt: str | None, show=None, stream=None) -> None:
     """Print the result on `stream` (standard output by default).
 
     On a terminal: a table (`fmt` None) of the first `limit` rows (None: 20;
     0: all), then the summary, which says how many were shown.  Elsewhere (a
     pipe, a file): CSV (`fmt` None) or JSON lines of every row (`limit`
     None or 0; a positive `limit` cuts, and the summary on standard error
-    says so).  Rows are streamed from Spark (`toLocalIterator`, or bounded
-    by `limit`), never collected whole; CSV lines end in `\n`."""
+    says so).  Rows are streamed, never collected whole; CSV lines end in `\n`."""
     stream = stream if stream is not None else sys.stdout
-    df = execution.dataframe
-    kind = execution.plan.kind.value
+    kind = rows.plan.kind.value
     terminal = _isatty(stream)
     if fmt in (None, "parquet"):
         fmt = "table" if terminal else "csv"
     if limit is None:
         limit = 20 if terminal else 0
-    ordered = df.orderBy(*_sort_columns(df, kind))
-    chosen = ordered.limit(limit) if limit else ordered
     if fmt == "table":
         chain = None
         if kind == "detection":
-            chain = ("values", tuple(show)) if show else default_chain(execution.plan.logical)
-        _print_tables(execution, df, chosen, limit, kind, chain, stream)
+            chain = ("values", tuple(show)) if show else default_chain(rows.plan.logical)
+        _print_tables(rows, limit, kind, chain, stream)
         return
-    columns = df.columns
+    columns = rows.columns
     written = 0
     if fmt == "csv":
         w = csv.writer(stream, lineterminator="\n")
         w.writerow(columns)
-        for r in chosen.toLocalIterator():
+        for r in rows.ordered(limit):
             w.writerow([_cell(r[c]) for c in columns])
             written += 1
     else:
-        for r in chosen.toLocalIterator():
+        for r in rows.ordered(limit):
             stream.write(json.dumps({c: _plain(r[c]) for c in columns}, default=str) + "\n")
             written += 1
     stream.flush()
-    line, total = _summary(df, kind)
+    line, total = _summary(rows, kind)
     print(line + (f" (first {written:,} written, as --limit {limit} asks)" if written < total else ""), file=sys.stderr)
 
 
-def _print_tables(execution, df, chosen, limit: int, kind: str, chain, stream) -> None:
+def _print_tables(rows: Rows, limit: int, kind: str, chain, stream) -> None:
     from rich.console import Console
 
     console = Console(file=stream, soft_wrap=False, highlight=False)
     if limit:  # at most `limit` rows: one table
-        rows = chosen.collect()
-        line, total = _summary(df, kind)
-        chains = _chains(execution, rows, chain) if chain is not None and rows else {}
-        console.print(_table(df, rows, chains))
-        console.print(line + (f" (first {len(rows):,} shown)" if len(rows) < total else ""))
+        chosen = list(rows.ordered(limit))
+        line, total = _summary(rows, kind)
+        chains = _chains(rows, chosen, chain) if chain is not None and chosen else {}
+        console.print(_table(rows.columns, chosen, chains))
+        console.print(line + (f" (first {len(chosen):,} shown)" if len(chosen) < total else ""))
         return
     batch: list = []
     printed = False
-    for r in chosen.toLocalIterator():
+    for r in rows.ordered(0):
         batch.append(r)
         if len(batch) == TABLE_BATCH:
-            console.print(_table(df, batch, _chains(execution, batch, chain) if chain is not None else {}))
+            console.print(_table(rows.columns, batch, _chains(rows, batch, chain) if chain is not None else {}))
             batch, printed = [], True
     if batch or not printed:  # the last rows, or the header of an empty result
-        console.print(_table(df, batch, _chains(execution, batch, chain) if chain is not None and batch else {}))
-    console.print(_summary(df, kind)[0])
+        console.print(_table(rows.columns, batch, _chains(rows, batch, chain) if chain is not None and batch else {}))
+    console.print(_summary(rows, kind)[0])
 
 
-def _table(df, rows, chains: dict):
+def _table(all_columns: list[str], rows: list[dict], chains: dict):
     from rich.table import Table
 
     table = Table(show_lines=False)
-    columns = [c for c in df.columns if c != "rows"]
+    columns = [c for c in all_columns if c != "rows"]
     if chains:
         columns = [c for c in columns if c != "events"] + ["trend"]
     for c in columns:
         table.add_column(c, overflow="fold", justify="right" if c == "length" else "left")
-    if "rows" in df.columns:
+    if "rows" in all_columns:
         table.add_column("rows")
     for r in rows:
         cells = []
@@ -221,19 +230,19 @@ def _table(df, rows, chains: dict):
                 cells.append("[" + ", ".join(str(x) for x in r[c]) + "]")
             else:
                 cells.append(_cell(r[c]))
-        if "rows" in df.columns:
+        if "rows" in all_columns:
             cells.append(_rows_table(r["rows"]))
         table.add_row(*cells)
     return table
 
 
-def _rows_table(rows):
+def _rows_table(rows: list[dict]):
     from rich.table import Table
 
     t = Table(show_header=True, box=None, pad_edge=False)
     if not rows:
         return t
-    names = list(rows[0].asDict().keys())
+    names = list(rows[0].keys())
     for n in names:
         t.add_column(n)
     for r in rows:
@@ -241,21 +250,12 @@ def _rows_table(rows):
     return t
 
 
-def _chains(execution, rows, chain) -> dict:
-    """Chains of attribute values for the trends shown: their events are
-    looked up among the scanned events (one small job)."""
+def _chains(rows: Rows, shown: list[dict], chain) -> dict:
+    """Chains of attribute values for the trends shown: their events looked
+    up among the scanned events (or read from the rows given with them)."""
     style, attrs = chain
-    ids = sorted({x for r in rows for x in r["events"]})
-    if "rows" in rows[0].asDict():
-        by_trend = {}
-        for r in rows:
-            by_trend[tuple(r["events"])] = chain_text(style, attrs, [x.asDict() for x in r["rows"]])
-        return by_trend
-    events, id_col = execution.events()
-    missing = [a for a in attrs if a not in events.columns]
-    if missing:
-        raise UsageError(f"--show: no column {missing[0]} in the input (columns: {', '.join(c for c in events.columns if c != id_col)})")
-    found = {r[id_col]: r.asDict() for r in events.filter(events[id_col].isin(ids)).select(id_col, *attrs).collect()}
-    return {
-        tuple(r["events"]): chain_text(style, attrs, [found.get(i, {}) for i in r["events"]]) for r in rows
-    }
+    if "rows" in shown[0]:
+        return {tuple(r["events"]): chain_text(style, attrs, list(r["rows"])) for r in shown}
+    ids = sorted({x for r in shown for x in r["events"]})
+    found = rows.lookup(ids, attrs)
+    return {tuple(r["events"]): chain_text(style, attrs, [found.get(i, {}) for i in r["events"]]) for r in shown}

@@ -19,6 +19,7 @@ LAYERS = {
     "logical": "cetql.planner.logical",
     "physical": "cetql.planner.physical",
     "planner": "cetql.planner",  # planning, explain: over the planner's stages
+    "sql": "cetql.backends.sql",  # the one expression compiler, a dialect a backend
     "inputs": "cetql.backends.inputs",
     "spark": "cetql.backends.spark",
     "embedded": "cetql.backends.embedded",
@@ -34,7 +35,8 @@ BELOW = {
     "physical": {"base", "language", "kernels", "semantics", "logical"},
     "planner": {"base", "language", "kernels", "semantics", "logical", "physical"},
 }
-BELOW["inputs"] = BELOW["planner"] | {"planner"}
+BELOW["sql"] = BELOW["planner"] | {"planner"}
+BELOW["inputs"] = BELOW["sql"] | {"sql"}
 BELOW["spark"] = BELOW["inputs"] | {"inputs"}
 BELOW["embedded"] = BELOW["inputs"] | {"inputs"}
 BELOW["surfaces"] = BELOW["inputs"] | {"inputs", "spark", "embedded"}

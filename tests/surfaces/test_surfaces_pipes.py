@@ -112,7 +112,7 @@ def no_spark(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("Spark was started")
 
-    monkeypatch.setattr("cetql.surfaces.cli.run.get_spark", refuse)
+    monkeypatch.setattr("cetql.surfaces.cli.on_spark.get_spark", refuse)
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,7 @@ def no_spark(monkeypatch):
         raise AssertionError("Spark was started")
 
     monkeypatch.setattr("cetql.surfaces.api.runtime.get_spark", refuse)
-    monkeypatch.setattr("cetql.surfaces.cli.run.get_spark", refuse)
+    monkeypatch.setattr("cetql.surfaces.cli.on_spark.get_spark", refuse)
 
 
 def _raised(call) -> E.CetqlError:

@@ -10,13 +10,13 @@ from pathlib import Path
 
 from cetql.backends.inputs import sources
 from cetql.base.errors import SchemaError
-from cetql.planner.logical.plan import InputFacts, Inputs, LocalFiles
+from cetql.planner.logical.plan import InputFacts, Inputs
 from cetql.planner.semantics.schema import NUMERIC, OTHER, STRING, TIMESTAMP, Schema
 
 
 def summarize(described: dict[str | None, tuple], time_col: str) -> Inputs:
     """Inputs from each input's (schema, nanosecond time?, label, read as
-    text?[, local Parquet files])."""
+    text?[, its Source: local files as the reader described them])."""
     cols: dict[str, tuple] = {}
     kinds = set()
     each = []
@@ -24,7 +24,7 @@ def summarize(described: dict[str | None, tuple], time_col: str) -> Inputs:
         kinds.add(time_kind(schema, time_col, nanos, name))
         found = schema.lookup(time_col)
         written = None if found is None or found[0] == OTHER else found[1]
-        each.append(InputFacts(name, label, text, written, nanos, files=files[0] if files else None))
+        each.append(InputFacts(name, label, text, written, nanos, source=files[0] if files else None))
         for c in schema.columns:
             prev = cols.get(c[0])
             if prev is not None and OTHER not in (prev[1], c[1]) and prev[1] != c[1]:
@@ -48,35 +48,17 @@ def summarize(described: dict[str | None, tuple], time_col: str) -> Inputs:
     )
 
 
-def describe_paths(specs: dict[str | None, str], time_col: str) -> Inputs | None:
+def describe_paths(specs: dict[str | None, str], time_col: str, time_zone: str = "UTC") -> Inputs | None:
     """What can be learnt of inputs without Spark: paths are described by the
     reader; a table name needs Spark (None)."""
     if not specs or not all(Path(str(v)).exists() for v in specs.values()):
         return None
     described = {}
     for name, spec in specs.items():
-        source = sources.describe(spec)
+        source = sources.describe(spec, time_zone)
         nanos = any(c.nanos and c.name == time_col for c in source.columns)
-        described[name] = (source.schema, nanos, source.name, source.text, local_files(source))
+        described[name] = (source.schema, nanos, source.name, source.text, source)
     return summarize(described, time_col)
-
-
-def local_files(source) -> LocalFiles | None:
-    """What the in-process engine needs to know of Parquet files: rows, size
-    and Arrow types, from their footers (None for other formats)."""
-    if source.format != "parquet":
-        return None
-    import pyarrow.parquet as pq
-
-    rows = size = 0
-    arrow = None
-    for f in source.files:
-        meta = pq.ParquetFile(f).metadata
-        rows += meta.num_rows
-        size += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-        if arrow is None:
-            arrow = tuple((field.name, str(field.type)) for field in meta.schema.to_arrow_schema())
-    return LocalFiles(tuple(source.files), rows, size, arrow or ())
 
 
 def time_kind(schema: Schema, time_col: str, nanos: bool, name=None) -> str | None:

@@ -18,6 +18,13 @@ def no_time(name: str, n: int, where: str = "") -> str:
     """What rows with a null (NaN, infinite) time are called."""
     return f"time column '{name}'{where}: {n:,} row(s) have no time (null, NaN or infinite)"
 
+def unreadable(name: str, n: int, sample, spark_type: str, where: str = "") -> str:
+    """What values of a text column that cannot be read as its type are called."""
+    what = {"bigint": "a whole number", "double": "a number", "timestamp": "a time",
+            "boolean": "true or false"}.get(spark_type, spark_type)  # fmt: skip
+    return f"column '{name}'{where} holds {n:,} value(s) that cannot be read as {what} (e.g. {sample!r})"
+
+
 # Spark types an id may have: whole numbers, decimals and text compare
 # exactly and round-trip through Arrow to the kernels.
 _ID_TYPES = ("tinyint", "smallint", "int", "bigint", "string")

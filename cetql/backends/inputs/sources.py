@@ -7,13 +7,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
-from cetql.backends.inputs import times
+from cetql.backends.inputs import casts, times
 from cetql.base.errors import SchemaError, UsageError
-from cetql.planner.semantics.schema import BOOLEAN, NUMERIC, OTHER, STRING, TIMESTAMP, Schema
+from cetql.planner.semantics.schema import Schema
+from cetql.planner.semantics.sources import Column, Source, class_of
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
 SAMPLE_BYTES = 1 << 20  # what `describe` reads of a CSV or JSON file to decide types
@@ -21,57 +21,7 @@ SAMPLE_ROWS = 20_000
 HEAD_BYTES = 64 << 10  # what `describe` reads of each further file of a folder (its header, a few rows)
 BOM = "\ufeff"
 
-_INT = re.compile(r"^[+-]?\d+$")
-_NUM = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(nan|inf|infinity)$", re.IGNORECASE)
-_BOOL = {"true", "false"}
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str  # Spark type: bigint, double, decimal(p,s), string, timestamp, boolean, date, …
-    nanos: bool = False  # a timestamp in nanoseconds, read as bigint nanoseconds since the epoch
-    unknown: bool = False  # no value was seen (an empty file): any type fits
-    naive: bool = False  # a Parquet timestamp without a zone: a wall-clock time in the source's zone
-
-    @property
-    def cls(self) -> str:
-        return OTHER if self.unknown else _class_of(self.type, self.nanos)
-
-
-@dataclass(frozen=True)
-class Source:
-    """An input as the reader sees it."""
-
-    name: str  # as the user gave it
-    format: str  # "csv", "parquet", "json", "table" or "dataframe"
-    files: tuple[str, ...]  # absolute: a Spark Connect server may run elsewhere than here
-    columns: tuple[Column, ...]
-    time_zone: str = "UTC"  # the zone of times written without one
-    headers: tuple[tuple[str, ...], ...] = ()  # CSV: each file's columns in its own order
-    multiline: bool = False  # CSV: a file holds a quote, so a field may hold a newline
-
-    @property
-    def schema(self) -> Schema:
-        return Schema(tuple((c.name, c.cls, "timestamp(ns)" if c.nanos else c.type) for c in self.columns))
-
-    @property
-    def text(self) -> bool:
-        """Read as text and cast (CSV, JSON)."""
-        return self.format in ("csv", "json")
-
-
-def _class_of(spark_type: str, nanos: bool = False) -> str:
-    t = spark_type.lower()
-    if nanos or t in ("timestamp", "timestamp_ntz", "date"):
-        return TIMESTAMP
-    if t in ("tinyint", "smallint", "int", "bigint", "float", "double") or t.startswith("decimal"):
-        return NUMERIC
-    if t == "string":
-        return STRING
-    if t == "boolean":
-        return BOOLEAN
-    return OTHER
+_INT, _NUM, _BOOL = casts.INT_RE, casts.NUMBER_RE, set(casts.BOOLEANS)  # what the engines read (`casts`)
 
 
 # ---------------------------------------------------------------- files
@@ -128,8 +78,25 @@ def describe(spec: str | Path, time_zone: str = "UTC") -> Source:
     except Exception as e:  # a malformed file: say which and why, in one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SchemaError(f"cannot read '{spec}' as {fmt.upper()}: {first}") from None
-    return Source(str(spec), fmt, tuple(str(f.resolve()) for f in files), tuple(columns), time_zone, headers,
-                  multiline)  # fmt: skip
+    source = Source(str(spec), fmt, tuple(str(f.resolve()) for f in files), tuple(columns), time_zone, headers,
+                    multiline, size=sum(f.stat().st_size for f in files))  # fmt: skip
+    return _with_footers(source) if fmt == "parquet" else source
+
+
+def _with_footers(source: Source) -> Source:
+    """A Parquet source with its rows, its columns' uncompressed size and
+    Arrow types, from the files' footers."""
+    import pyarrow.parquet as pq
+
+    rows = size = 0
+    arrow = None
+    for f in source.files:
+        meta = pq.ParquetFile(f).metadata
+        rows += meta.num_rows
+        size += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        if arrow is None:
+            arrow = tuple((field.name, str(field.type)) for field in meta.schema.to_arrow_schema())
+    return replace(source, rows=rows, size=size, arrow=arrow or ())
 
 
 def _has_quote(path: Path) -> bool:
@@ -319,7 +286,7 @@ def decide(values: list[str]) -> str:
 
 def from_spark(struct) -> Schema:
     """The schema of a Spark DataFrame (its StructType)."""
-    return Schema(tuple((f.name, _class_of(f.dataType.simpleString()), f.dataType.simpleString()) for f in struct.fields))
+    return Schema(tuple((f.name, class_of(f.dataType.simpleString()), f.dataType.simpleString()) for f in struct.fields))
 
 
 def is_path(spec) -> bool:

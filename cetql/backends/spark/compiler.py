@@ -21,12 +21,14 @@ from cetql.backends.inputs import refusals
 from cetql.backends.spark import checks, reader
 from cetql.backends.spark.distributed import extract
 from cetql.backends.spark.exchange import sorted_groups
-from cetql.backends.spark.exprs import column
+from cetql.backends.spark.exprs import column, holds
+from cetql.backends.sql import windows as W
+from cetql.backends.sql.dialects import SPARK
 from cetql.base.options import Strategy
 from cetql.kernels import process
 from cetql.planner.logical.plan import InvalidRows
 from cetql.planner.physical.kernel import kernel_spec
-from cetql.planner.physical.plan import Arithmetic, Bounds, Detect, PhysicalPlan, TimeCast
+from cetql.planner.physical.plan import Bounds, Detect, PhysicalPlan, TimeCast
 
 INVALID = "cetql: invalid value"  # the start of every message `raise_error` gives for a bad row
 
@@ -126,10 +128,10 @@ def filter_events(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     may take no position are dropped."""
     op = plan.filter
     if op.constant is not None:
-        df = df.filter(F.coalesce(column(op.constant), F.lit(False)))
+        df = df.filter(holds(op.constant))
     any_state = F.lit(False)
     for m in op.masks:
-        df = df.withColumn(m.column, F.coalesce(column(m.definition), F.lit(False)))
+        df = df.withColumn(m.column, holds(m.definition))
         any_state = any_state | F.col(m.column)
     return df.filter(any_state)
 
@@ -137,49 +139,26 @@ def filter_events(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
 # ---------------------------------------------------------------- Windows
 
 
-def _exact_time(plan: PhysicalPlan) -> str:
-    """The internal time as a SQL expression in the plan's arithmetic."""
-    t = f"`{plan.names.time}`"
-    w = plan.windows
-    if w.arithmetic == Arithmetic.INTEGER:
-        return t
-    return f"try_cast({t} AS DECIMAL(38, {w.scale}))"
-
-
-def number(v) -> str:
-    """An exact number as a SQL literal: an integer, or a decimal written out
-    (never an exponent, which Spark would read as a double)."""
-    return str(v) if isinstance(v, int) else format(v, "f")
-
-
-def _floor_div(x: str, s) -> str:
-    """floor(x / s), exactly: in integers or decimals (Spark's `/` goes
-    through a double, which is wrong for epoch nanoseconds and for 0.1)."""
-    s = number(s)
-    return f"((({x}) - pmod({x}, {s})) div {s})"
-
-
 def windows(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     """One row per (event, window it falls in) — or per (event, block) —:
-    windows [k*s, k*s + w) in the plan's exact arithmetic."""
+    windows [k*s, k*s + w) in the plan's exact arithmetic (`sql.windows`)."""
     n, w = plan.names, plan.windows
-    t = _exact_time(plan)
-    k_hi = F.expr(_floor_div(t, w.slide))
-    k_lo = F.expr(f"{_floor_div(f'({t} - {number(w.length)})', w.slide)} + 1")
+    k_hi = F.expr(W.last_window(plan, SPARK))
     if w.sharing is None:
         return df.withColumn(n.window, k_hi)
+    k_lo = F.expr(W.first_window(plan, SPARK))
     if w.block:
         df = df.withColumn(n.window_lo, k_lo).withColumn(n.window_hi, k_hi)
-        b_lo, b_hi = F.expr(_floor_div(f"`{n.window_lo}`", w.block)), F.expr(_floor_div(f"`{n.window_hi}`", w.block))
+        b_lo = F.expr(W.block_of(SPARK, SPARK.quote(n.window_lo), w.block))
+        b_hi = F.expr(W.block_of(SPARK, SPARK.quote(n.window_hi), w.block))
         return df.withColumn(n.window, F.explode(F.sequence(b_lo, b_hi)))
     return df.withColumn(n.window, F.explode(F.sequence(k_lo, k_hi)))
 
 
 def window_bounds(plan: PhysicalPlan):
     """(window_start, window_end) columns from the window index."""
-    w = plan.windows
-    start = F.expr(f"`{plan.names.window}` * {number(w.slide)}")
-    end = F.expr(f"`{plan.names.window}` * {number(w.slide)} + {number(w.length)}")
+    w, k = plan.windows, SPARK.quote(plan.names.window)
+    start, end = F.expr(W.window_start(plan, k)), F.expr(W.window_end(plan, k))
     if w.bounds == Bounds.TIMESTAMP:
         return F.timestamp_micros(start.cast("long")), F.timestamp_micros(end.cast("long"))
     if w.bounds == Bounds.TIMESTAMP_NS:
@@ -300,10 +279,7 @@ def _describe_counts(values: list, labels: list, where: str) -> list[str]:
         if kind == "invalid":
             n, sample = values.pop(0), values.pop(0)
             if n:
-                what = {"bigint": "a whole number", "double": "a number", "timestamp": "a time",
-                        "boolean": "true or false"}.get(typ, typ)  # fmt: skip
-                parts.append(f"column '{name}'{where} holds {n:,} value(s) that cannot be read as {what} "
-                             f"(e.g. {sample!r})")  # fmt: skip
+                parts.append(refusals.unreadable(name, n, sample, typ, where))
         else:
             n = values.pop(0)
             if n:

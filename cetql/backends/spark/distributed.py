@@ -31,8 +31,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from cetql.backends.spark.exchange import sorted_groups
-from cetql.backends.spark.exprs import column
-from cetql.backends.spark.sql import quote, to_sql
+from cetql.backends.spark.exprs import holds, quote
+from cetql.backends.sql.dialects import SPARK
+from cetql.backends.sql.expressions import condition
 from cetql.base.options import TrendSet
 from cetql.kernels import process
 from cetql.kernels import spec as K
@@ -67,7 +68,7 @@ def _pair_condition(spec: K.DetectSpec, p="p_", n="n_"):
         cond = cond & {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
     prefix = {"prev": p, "next": n}
     for e in t.others:
-        cond = cond & F.coalesce(column(e, lambda slot, name: F.col(prefix[slot] + name)), F.lit(False))
+        cond = cond & holds(e, lambda slot, name: quote(prefix[slot] + name))
     return cond
 
 
@@ -81,7 +82,7 @@ def _pair_sql(spec: K.DetectSpec, p: str, n: str) -> str:
     parts += [f"{nxt(lc)} = {prev(hc)}" for lc, hc in t.equal]
     parts += [f"{nxt(lc)} {op} {prev(hc)}" for lc, op, hc in t.ranges]
     side = {"prev": prev, "next": nxt}
-    parts += [f"coalesce({to_sql(e, lambda slot, name: side[slot](name))}, FALSE)" for e in t.others]
+    parts += [condition(e, SPARK, lambda slot, name: side[slot](name)) for e in t.others]
     return " AND ".join(parts)
 
 

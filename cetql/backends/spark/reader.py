@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from cetql.backends.inputs import casts
 from cetql.backends.inputs.sources import (  # noqa: F401 - the reader's public names
     FORMATS,
     Column,
@@ -49,8 +50,9 @@ from cetql.backends.inputs.sources import (  # noqa: F401 - the reader's public 
     from_spark,
     is_path,
 )
-from cetql.backends.inputs.times import is_utc
+from cetql.backends.inputs.times import ISO, is_utc
 from cetql.backends.spark import times
+from cetql.backends.sql.dialects import SPARK
 from cetql.planner.semantics.schema import TIMESTAMP
 
 # The one session setting the readers change (for nanosecond Parquet inputs):
@@ -149,18 +151,24 @@ def as_nanoseconds(df, source: Source | None, names: set[str]):
 
 def cast_column(source: Source, name: str):
     """(typed column, invalid flag) for column `name` of a text source: the
-    flag is true where a value is present but cannot be read as the type."""
+    flag is true where a value is present but cannot be read as the type
+    (the rules of `inputs.casts`, which every engine applies)."""
     from pyspark.sql import functions as F
 
     col = next(c for c in source.columns if c.name == name)
     raw = F.col(f"`{name}`")
     if not source.text or col.type in ("string", "nested"):
         return raw, F.lit(False)
-    trimmed = F.trim(raw)
     if col.type == "timestamp":
-        typed = times.iso_nanos(trimmed, source.time_zone) if col.nanos else times.iso_timestamp(trimmed, source.time_zone)
-    elif col.type == "boolean":
-        typed = F.when(F.lower(trimmed) == "true", True).when(F.lower(trimmed) == "false", False)
-    else:
-        typed = trimmed.try_cast(col.type)
-    return typed, raw.isNotNull() & (trimmed != "") & typed.isNull()
+        trimmed = F.trim(raw)
+        read = times.iso_nanos if col.nanos else times.iso_timestamp
+        typed = F.when(F.expr(casts.matches(SPARK, casts.trimmed(SPARK, name), ISO)), read(trimmed, source.time_zone))
+        return typed, _invalid(raw, typed)
+    typed = F.expr(casts.typed_text(SPARK, name, col.type))
+    return typed, _invalid(raw, typed)
+
+
+def _invalid(raw, typed):
+    from pyspark.sql import functions as F
+
+    return raw.isNotNull() & (F.trim(raw) != "") & typed.isNull()

@@ -10,6 +10,7 @@ fails here, naming both, rather than later on a missing value.
 
 from __future__ import annotations
 
+from cetql.base.errors import SchemaError
 from cetql.base.options import RunOptions, Sharing
 from cetql.planner.logical.plan import (
     Aggregate,
@@ -72,8 +73,20 @@ def run_rules(draft: Draft, rules=RULES) -> Draft:
 def build(query: ir.BoundQuery, options: RunOptions, inputs: Inputs | None = None,
           resources: Resources | None = None) -> LogicalPlan:  # fmt: skip
     resources = resources or Resources()
+    _check_id_column(options.id_col, inputs or Inputs())
     d = run_rules(Draft(query, options, inputs or Inputs(), resources))
     return LogicalPlan(query, options, resources, _assemble(d), d.stream)
+
+
+def _check_id_column(id_col: str | None, inputs: Inputs) -> None:
+    """The id column is in every input whose columns are known."""
+    if id_col is None:
+        return
+    for f in inputs.each:
+        names = [c.name for c in f.source.columns] if f.source is not None else None
+        if names is not None and id_col not in names:
+            where = f"input {f.type_name}" if f.type_name else "the input"
+            raise SchemaError(f"id column '{id_col}' is not in {where} (columns: {', '.join(names)})")
 
 
 def _assemble(d: Draft) -> Detect | Aggregate:

@@ -20,6 +20,7 @@ from cetql.base.options import Algorithm, Completeness, Index, RunOptions, Shari
 from cetql.language.units import UNIT_ALIASES, UNIT_SECONDS
 from cetql.planner.semantics import ir
 from cetql.planner.semantics.schema import Schema
+from cetql.planner.semantics.sources import Source
 from cetql.planner.semantics.template import Template
 
 T = TypeVar("T")
@@ -93,17 +94,7 @@ class InputFacts:
     time_type: str | None = None  # the time column's type as the reader or Spark gives it
     nanos: bool = False  # a timestamp column with nanoseconds (read as epoch nanoseconds)
     streaming: bool = False  # a stream (DataFrame.isStreaming; `cetql run --stream`)
-    files: LocalFiles | None = None  # local Parquet files the in-process engine could read (None: anything else)
-
-
-@dataclass(frozen=True)
-class LocalFiles:
-    """An input of local Parquet files, as their footers describe them."""
-
-    paths: tuple[str, ...]
-    rows: int
-    size: int  # bytes of the columns uncompressed (the footers' row-group sizes)
-    arrow: tuple[tuple[str, str], ...]  # (column, Arrow type as pyarrow prints it)
+    source: Source | None = None  # local files as the one reader described them (None: a table or DataFrame)
 
 
 class LateEvents(StrEnum):

@@ -15,7 +15,6 @@ from cetql.base.options import TIME_UNITS, Index, Sharing
 from cetql.kernels import spec as K
 from cetql.planner.logical import plan as L
 from cetql.planner.physical import exprs as E
-from cetql.planner.physical.engine import choose as choose_engine
 from cetql.planner.physical.plan import (
     Aggregate,
     Arithmetic,
@@ -76,8 +75,7 @@ def physical(logical: L.LogicalPlan) -> PhysicalPlan:
     phys_root = replace(phys_root, derived=tuple(Derived(c, e) for c, e in derived.items()))
     scan = _scan(logical, names, filt, partition, phys_root)
     stream = _stateful(logical, names, windows, partition)
-    engine = choose_engine(logical, names, scan, filt, windows, phys_root, stream)
-    return PhysicalPlan(logical, names, scan, filt, windows, partition, phys_root, _assumed(logical), stream, engine)
+    return PhysicalPlan(logical, names, scan, filt, windows, partition, phys_root, _assumed(logical), stream)
 
 
 def _stateful(logical: L.LogicalPlan, names: Names, windows: Windows, part: Partition) -> Stateful | None:

@@ -1,65 +1,211 @@
-"""Where a plan runs: in this process over Arrow (`planner.local`), or on
-Spark (`planner.spark`) — decided once, here, and shown by `--explain`.
+"""Where a plan runs — decided once, here, and shown by `--explain`.
 
-The in-process engine runs the very kernels Spark's Python workers run, on
-one Arrow table, and spells every step before them (scan, filter, windows,
-keys, sort) in numpy and Arrow with Spark SQL's meaning.  It is chosen only
-where that meaning is certain and the data is small enough for one process:
-
-- the caller writes the result as Parquet files itself (`cetql run --output
-  DIR`, format parquet): a DataFrame, a printed table and CSV/JSON text are
-  Spark's to make;
-- batch inputs of local Parquet files whose columns the plan reads are
-  64-bit whole numbers, doubles, text, booleans or timestamps to the microsecond
-  (with a zone, or without one in UTC), each column of one Arrow type in
-  every input, at most `LOCAL_MAX_BYTES` with every window copy;
-- windows in 64-bit integers; detection by the local strategy, with an id
-  column (Spark derives ids from its own partitioning: only named ids are
-  the same in both engines), without `--with-rows`;
-- every filter and column definition in the expressions `kind` types
-  (comparisons, AND/OR/NOT, IS NOT NULL, arithmetic over numbers).
-
-`--engine auto` (what `cetql run` asks for) takes the in-process engine
-where all of that holds and says why not otherwise; `--engine local` is
-refused with the reason where it does not hold.
+What a plan needs of an engine (`Requirements`, read off the physical plan:
+its inputs, sink, time casts, window arithmetic, strategy, expressions) is
+held against what each engine declares it runs (`Capabilities`, a table
+owned by the backend: `backends/embedded/capabilities.py`,
+`backends/spark/capabilities.py`, as ibis backends declare the operations
+they support).  `--engine auto` takes the first engine, in the order the
+surface offers them, whose table covers every requirement; `--engine
+embedded` or `spark` insists, and is refused with the requirement that is
+not met.  Nothing else in the code asks which engine runs: a backend reads
+`plan.engine`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from decimal import Decimal
 
 from cetql.base.errors import UsageError
 from cetql.base.options import Engine, Sink, Strategy, format_size
 from cetql.kernels import spec as K
 from cetql.planner.logical import plan as L
-from cetql.planner.physical.plan import Arithmetic, Detect, EngineChoice
+from cetql.planner.physical.plan import Arithmetic, Bounds, Detect, EngineChoice, TimeCast
 from cetql.planner.physical.show import show
+from cetql.planner.semantics.sources import Source
 
-LOCAL_MAX_BYTES = 256 << 20  # the input's columns as Parquet encodes them uncompressed, times the windows an event is in
-
-# Arrow types (as pyarrow prints them) the in-process engine reads, by kind
-# (narrower numbers are Spark's own types: its arithmetic and comparisons on them differ from 64 bits')
-_KINDS = {"int64": "int", "double": "float", "string": "string", "large_string": "string", "bool": "bool"}
-_TIMESTAMPS = ("timestamp[s", "timestamp[ms", "timestamp[us")
+ANY = None  # a table entry that takes every value
 
 
-def arrow_kind(arrow_type: str, time_zone: str) -> str | None:
-    """The kind of value an input column of this Arrow type holds for the
-    in-process engine: int, float, string, bool or timestamp; None where
-    only Spark reads it as the contract says (decimals, dates, nanoseconds,
-    unsigned or nested types, wall-clock times outside UTC)."""
-    if arrow_type in _KINDS:
-        return _KINDS[arrow_type]
-    if arrow_type.startswith(_TIMESTAMPS):
-        zoned = ", tz=" in arrow_type
-        return "timestamp" if zoned or time_zone in ("UTC", "+00:00", "-00:00") else None
+@dataclass(frozen=True)
+class Capabilities:
+    """What an engine runs.  A `frozenset` entry lists the values it takes
+    (`ANY`: all of them); a bool says whether it takes the feature at all."""
+
+    engine: Engine
+    name: str  # as `--explain` says it
+    sinks: frozenset[Sink]
+    formats: frozenset[str]  # input formats: csv, json, parquet, table, dataframe
+    streams: bool
+    spark_session: bool  # runs where a Spark session was asked for (--master, --remote, --partitions)
+    time_casts: frozenset[TimeCast]
+    arithmetic: frozenset[Arithmetic]
+    bounds: frozenset[Bounds]
+    strategies: frozenset[Strategy]
+    with_rows: bool
+    ids_from_order: bool  # ids derived from the input order (no --id-col)
+    column_types: frozenset[str] | None  # Spark type names of the columns it reads (ANY: every type)
+    named_zones: bool  # wall-clock times read in a named zone (daylight-saving rules)
+    expressions: bool | None  # ANY: every expression; False: only those `kind` types (no decimal, no timestamp)
+    max_bytes: int | None  # the inputs' size with window copies it takes (ANY: no limit)
+
+
+@dataclass(frozen=True)
+class Requirements:
+    """What a plan needs of an engine, read off the plan (`requirements`)."""
+
+    sink: Sink
+    formats: frozenset[str]
+    stream: bool
+    spark_asked: str | None
+    time_casts: frozenset[TimeCast]
+    arithmetic: Arithmetic
+    bounds: Bounds
+    strategy: Strategy | None
+    with_rows: bool
+    ids_from_order: bool
+    column_types: tuple[tuple[str, str], ...]  # (column, Spark type) of the columns read
+    named_zone: str | None  # a named zone naive times are read in (None: UTC or a fixed offset)
+    untyped: str | None  # an expression `kind` cannot type ("what = text"), None if every one is typed
+    bytes: int | None  # the inputs' size with window copies (None: not known)
+    rows: int | None
+
+
+def requirements(logical: L.LogicalPlan, names, scan, filt, windows, root, stream) -> Requirements:
+    o = logical.options
+    inputs = logical.find(L.Scan).inputs
+    sources = [f.source for f in inputs.each]
+    formats = frozenset(s.format if s is not None else ("dataframe" if f.label == "a DataFrame" else "table")
+                        for s, f in zip(sources, inputs.each))  # fmt: skip
+    if not inputs.known:
+        formats = frozenset({"unknown"})
+    read = (*scan.checked,) if not getattr(root, "with_rows", False) else tuple(
+        c for s in sources if s is not None for c in (col.name for col in s.columns))  # fmt: skip
+    types = {}
+    for s in sources:
+        for c in s.columns if s is not None else ():
+            if c.name in read:
+                types.setdefault(c.name, "timestamp(ns)" if c.nanos else c.type)
+    known = all(s is not None for s in sources) and inputs.known
+    copies = windows.per_event if windows.sharing is not None else 1
+    size = sum(s.size for s in sources) * copies if known else None
+    rows = sum(s.rows for s in sources) if known and all(s.rows is not None for s in sources) else None
+    naive = any(c.naive or (s.text and c.cls == "timestamp") for s in sources if s is not None for c in s.columns
+                if c.name in read)  # fmt: skip
+    zone = o.time_zone if naive and not _fixed(o.time_zone) else None
+    return Requirements(
+        sink=o.sink, formats=formats, stream=stream is not None or inputs.streaming, spark_asked=o.spark_asked,
+        time_casts=frozenset(si.time_cast for si in scan.inputs), arithmetic=windows.arithmetic,
+        bounds=windows.bounds, strategy=root.strategy if isinstance(root, Detect) else None,
+        with_rows=isinstance(root, Detect) and root.with_rows,
+        ids_from_order=scan.id_col is None and isinstance(root, Detect),
+        column_types=tuple(sorted(types.items())), named_zone=zone,
+        untyped=_untyped(names, scan, filt, root, sources), bytes=size, rows=rows,
+    )  # fmt: skip
+
+
+def _fixed(zone: str) -> bool:
+    """UTC, or a fixed offset (`+05:30`): wall-clock times there are plain arithmetic."""
+    return zone in ("UTC", "Etc/UTC", "GMT", "Z") or (len(zone) == 6 and zone[0] in "+-" and zone[3] == ":")
+
+
+def refusal(need: Requirements, caps: Capabilities) -> str | None:
+    """The first requirement `caps` does not meet, said as a reason; None
+    when the engine runs the plan."""
+    if need.spark_asked and not caps.spark_session:
+        return f"a Spark session was asked for ({need.spark_asked})"
+    if caps.column_types is not ANY:
+        for name, t in need.column_types:
+            if t not in caps.column_types:
+                return f"column {name} is {t}"
+    checks = [
+        (need.sink in caps.sinks, f"the result is {need.sink.value}"),
+        (not need.stream or caps.streams, "the input is a stream"),
+        (caps.formats is ANY or need.formats <= caps.formats,
+         f"the input is {' and '.join(sorted(need.formats - (caps.formats or frozenset())))}"),
+        (caps.arithmetic is ANY or need.arithmetic in caps.arithmetic,
+         f"windows need {need.arithmetic.value} arithmetic (fractional times or sizes)"),
+        (caps.bounds is ANY or need.bounds in caps.bounds, f"window bounds are shown as {need.bounds.value}"),
+        (caps.time_casts is ANY or need.time_casts <= caps.time_casts,
+         f"times are read as {', '.join(sorted(t.value for t in need.time_casts))}"),
+        (need.strategy is None or caps.strategies is ANY or need.strategy in caps.strategies,
+         f"detection runs by the {need.strategy and need.strategy.value} strategy"),
+        (not need.with_rows or caps.with_rows, "--with-rows"),
+        (not need.ids_from_order or caps.ids_from_order,
+         "ids from input order are Spark's own (name an id column with --id-col)"),
+        (need.named_zone is None or caps.named_zones,
+         f"times without a zone are read in {need.named_zone} (its daylight-saving rules)"),
+        (caps.expressions is not False or need.untyped is None, f"{need.untyped} is evaluated by Spark only"),
+    ]  # fmt: skip
+    for ok, why in checks:
+        if not ok:
+            return why
+    if caps.max_bytes is not ANY:
+        if need.bytes is None:
+            return "the inputs' size is not known"
+        if need.bytes > caps.max_bytes:
+            return (f"the input is {format_size(need.bytes)} with window copies: more than "
+                    f"{format_size(caps.max_bytes)} for one process")  # fmt: skip
     return None
 
 
+def choose(need: Requirements, offered: tuple[Capabilities, ...], asked: Engine) -> EngineChoice:
+    """The engine and why: `asked` (refused with the reason where it cannot
+    run the plan), or with AUTO the first of `offered` that can."""
+    by_engine = {c.engine: c for c in offered}
+    if asked != Engine.AUTO:
+        caps = by_engine.get(asked)
+        if caps is None:
+            return EngineChoice(asked, _asked_reason(need, asked))
+        why = refusal(need, caps)
+        if why is not None:
+            flag = asked.value
+            raise UsageError(f"--engine {flag} cannot run this query: {why}; leave --engine out to run it where it "
+                             "can")  # fmt: skip
+        return EngineChoice(asked, _asked_reason(need, asked))
+    refused = []
+    for caps in offered:
+        why = refusal(need, caps)
+        if why is None:
+            said = "; ".join(f"not {c}: {w}" for c, w in refused)
+            return EngineChoice(caps.engine, said or _taken(need, caps))
+        refused.append((caps.name, why))
+    return EngineChoice(Engine.SPARK, "; ".join(f"not {c}: {w}" for c, w in refused) or "the only engine")
+
+
+def _asked_reason(need: Requirements, asked: Engine) -> str:
+    if asked == Engine.SPARK and need.sink == Sink.DATAFRAME:
+        return "the result is a Spark DataFrame"
+    return f"asked for (--engine {asked.value})"
+
+
+def _taken(need: Requirements, caps: Capabilities) -> str:
+    if caps.engine != Engine.EMBEDDED:
+        return f"{caps.name}"
+    size = f", {format_size(need.bytes)} with window copies" if need.bytes is not None else ""
+    rows = f"{need.rows:,} rows of " if need.rows is not None else ""
+    return f"{caps.name}, no Spark: {rows}{' and '.join(sorted(need.formats))}{size}"
+
+
+def capability_fields() -> tuple[str, ...]:
+    """The table's entries (the capability test walks them)."""
+    return tuple(f.name for f in fields(Capabilities))
+
+
+# ---------------------------------------------------------------- expression kinds
+
+
+def column_kind(spark_type: str) -> str | None:
+    """The kind of value a column of this Spark type holds for `kind`."""
+    return {"bigint": "int", "int": "int", "smallint": "int", "tinyint": "int", "double": "float",
+            "float": "float", "string": "string", "boolean": "bool"}.get(spark_type)  # fmt: skip
+
+
 def kind(e: K.Expr | None, types: dict[str, str]) -> str | None:
-    """The kind of an expression's value (int, float, string, bool,
-    timestamp or null) where the in-process engine evaluates it as Spark
-    does, else None.  `types`: each column's kind."""
+    """The kind of an expression's value (int, float, string, bool or null)
+    where every engine evaluates it alike (no decimals, no timestamps, no
+    comparison of text with a number), else None.  `types`: each column's kind."""
     match e:
         case None:
             return "bool"
@@ -73,7 +219,7 @@ def kind(e: K.Expr | None, types: dict[str, str]) -> str | None:
             if isinstance(v, (float, Decimal)):
                 return "float"
             return "string" if isinstance(v, str) else None
-        case K.Col(slot="self", column=c):
+        case K.Col(column=c):
             return types.get(c)
         case K.Neg(operand=x):
             k = kind(x, types)
@@ -86,7 +232,7 @@ def kind(e: K.Expr | None, types: dict[str, str]) -> str | None:
         case K.Cmp(left=a, right=b):
             ka, kb = kind(a, types), kind(b, types)
             numbers = {"int", "float"}
-            if None in (ka, kb) or "timestamp" in (ka, kb):
+            if None in (ka, kb):
                 return None
             if "null" in (ka, kb) or ka == kb or (ka in numbers and kb in numbers):
                 return "bool"
@@ -100,77 +246,20 @@ def kind(e: K.Expr | None, types: dict[str, str]) -> str | None:
     return None
 
 
-def column_kinds(each: tuple[L.InputFacts, ...], names, time_zone: str) -> dict[str, str | None]:
-    """Each column's kind for the in-process engine: the inputs' (None where
-    two inputs hold it with two Arrow types: Spark would widen one), and the
-    scan's own (time, id, type name)."""
-    arrow: dict[str, set[str]] = {}
-    for facts in each:
-        for name, t in facts.files.arrow:
-            arrow.setdefault(name, set()).add(t)
-    out = {name: arrow_kind(next(iter(ts)), time_zone) if len(ts) == 1 else None for name, ts in arrow.items()}
-    out[names.type] = "string"
-    out[names.time] = "int"
-    return out
-
-
-def choose(logical: L.LogicalPlan, names, scan, filt, windows, root, stream) -> EngineChoice:
-    """The engine and why (see the module); `--engine local` where it cannot
-    run is a UsageError with the reason."""
-    o = logical.options
-    if o.engine == Engine.SPARK:
-        why = "the result is a Spark DataFrame" if o.sink == Sink.DATAFRAME else "asked for (--engine spark)"
-        return EngineChoice(Engine.SPARK, why)
-    refusal = _why_not_local(logical, names, scan, filt, windows, root, stream)
-    if refusal is None:
-        each = logical.find(L.Scan).inputs.each
-        rows, size = sum(f.files.rows for f in each), sum(f.files.size for f in each)
-        copies = windows.per_event if windows.sharing is not None else 1
-        return EngineChoice(Engine.LOCAL, f"in this process over Arrow, no Spark: {rows:,} rows of local Parquet, "
-                                          f"{format_size(size * copies)} with window copies (at most "
-                                          f"{format_size(LOCAL_MAX_BYTES)})")  # fmt: skip
-    if o.engine == Engine.LOCAL:
-        raise UsageError(f"--engine local cannot run this query: {refusal}; leave --engine out (or give --engine "
-                         "spark) to run it on Spark")  # fmt: skip
-    return EngineChoice(Engine.SPARK, f"default: {refusal}")
-
-
-def _why_not_local(logical, names, scan, filt, windows, root, stream) -> str | None:
-    o = logical.options
-    inputs = logical.find(L.Scan).inputs
-    if o.sink != Sink.PARQUET:
-        return f"the result is {o.sink.value}, which Spark makes"
-    if stream is not None or inputs.streaming:
-        return "the input is a stream"
-    if not inputs.known:
-        return "the inputs are not known (no --input)"
-    for facts in inputs.each:
-        if facts.files is None:
-            return f"input {facts.label} is not local Parquet files"
-    size = sum(f.files.size for f in inputs.each)
-    copies = windows.per_event if windows.sharing is not None else 1
-    if size * copies > LOCAL_MAX_BYTES:
-        return (f"the input is {format_size(size)} uncompressed, {format_size(size * copies)} with window copies: "
-                f"more than {format_size(LOCAL_MAX_BYTES)} for one process")  # fmt: skip
-    if windows.arithmetic != Arithmetic.INTEGER:
-        return "windows need decimal arithmetic (fractional times or sizes)"
-    types = column_kinds(inputs.each, names, o.time_zone)
-    for c in (scan.time_col, *([scan.id_col] if scan.id_col else ()), *scan.checked):
-        if types.get(c) is None:
-            arrow = {t for f in inputs.each for name, t in f.files.arrow if name == c} or {"absent"}
-            return f"column {c} is {' in one input and '.join(sorted(arrow))}, which only Spark reads as the query means"
-    if isinstance(root, Detect):
-        if root.strategy != Strategy.LOCAL:
-            return "detection runs by the distributed strategy"
-        if root.with_rows:
-            return "--with-rows (the rows as structs are Spark's)"
-        if scan.id_col is None:
-            return "ids from input order are Spark's own (name an id column with --id-col)"
+def _untyped(names, scan, filt, root, sources: list[Source | None]) -> str | None:
+    types: dict[str, str] = {}
+    for s in sources:
+        for c in s.columns if s is not None else ():
+            k = column_kind("timestamp(ns)" if c.nanos else c.type)
+            if c.name in types and types[c.name] != k:
+                k = None
+            types[c.name] = k
+    types[names.type] = "string"
+    types[names.time] = "int"
     types[names.id] = types.get(scan.id_col) if scan.id_col else "int"
     exprs = [("every event", filt.constant), *((m.column, m.definition) for m in filt.masks),
              *((d.column, d.definition) for d in root.derived)]  # fmt: skip
     for what, e in exprs:
         if e is not None and kind(e, types) is None:
-            return f"{what} = {show(e)} is evaluated by Spark only"
+            return f"{what} = {show(e)}"
     return None
-

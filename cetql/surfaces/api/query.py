@@ -15,10 +15,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 
-from pyspark.sql import DataFrame
-
-from cetql.backends.spark.compiler import Input
-from cetql.backends.spark.reader import is_path
+from cetql.backends.inputs.sources import is_path
 from cetql.backends.spark.resources import default_resources
 from cetql.base.errors import ArgumentTypeError, InputNotFoundError, QueryError, UnknownTypeError, UsageError, spoken
 from cetql.base.options import RunOptions, option_names, unknown_keyword
@@ -31,7 +28,7 @@ from cetql.planner.planning import plan
 from cetql.planner.semantics import ir
 from cetql.planner.semantics.bind import bind, check_params
 from cetql.planner.semantics.schema import Schema
-from cetql.surfaces.api.runtime import Execution, execute
+from cetql.surfaces.api.engines import OFFERED
 from cetql.surfaces.arguments import query_text
 
 
@@ -72,7 +69,8 @@ class CompiledQuery:
     def planned(self, inputs: Inputs | None = None, resources: Resources | None = None, *,
                 strict_params: bool = True) -> CompiledQuery:  # fmt: skip
         """This query planned for these inputs and resources (the one `plan` function)."""
-        return replace(self, plan=plan(self, inputs, resources or default_resources(), strict_params=strict_params))
+        return replace(self, plan=plan(self, inputs, resources or default_resources(), OFFERED,
+                                       strict_params=strict_params))  # fmt: skip
 
     @property
     def query(self) -> ir.BoundQuery:
@@ -104,7 +102,7 @@ class CompiledQuery:
         return None
 
     def execution(self, data=None, *, spark=None, params: dict | None = None, options: RunOptions | None = None,
-                  watermark=None, **keywords) -> Execution:  # fmt: skip
+                  watermark=None, **keywords):  # fmt: skip
         """Bind the query to its inputs and plan it: nothing runs yet.
 
         `data`: a DataFrame, a path (CSV/Parquet/JSON lines, file or folder)
@@ -135,6 +133,8 @@ class CompiledQuery:
         check_inputs(data, types)
         check_inputs(typed, types)
         bound = replace(self, params=tuple(sorted(merged.items())), options=opts)
+        from cetql.surfaces.api.runtime import execute  # start-up cost: pyspark, only for a run on Spark
+
         return execute(bound, data, typed, spark=spark, options=opts, watermark=watermark)
 
     @property
@@ -182,5 +182,19 @@ def check_inputs(data, types: tuple[str, ...] | None = None) -> None:
             text = str(value)
             if not Path(text).exists() and is_path(text):
                 raise InputNotFoundError(f"input '{text}' does not exist", text)
-        elif not isinstance(value, (DataFrame, Input)):  # Input: a stream the CLI read by the reader's rules
+        elif not _spark_input(value):
             raise ArgumentTypeError(f"{where} is a {type(value).__name__}; give a DataFrame, a path or a table name")
+
+
+def _spark_input(value) -> bool:
+    """A Spark DataFrame, or an input the CLI read for Spark (a stream read by
+    the reader's rules), told without importing pyspark where it is not loaded."""
+    import sys
+
+    if "pyspark" not in sys.modules:
+        return False
+    from pyspark.sql import DataFrame  # loaded already (a DataFrame exists only then)
+
+    from cetql.backends.spark.compiler import Input  # start-up cost: only where pyspark is loaded already
+
+    return isinstance(value, (DataFrame, Input))

@@ -25,6 +25,7 @@ from cetql.planner.logical.plan import Delay, Inputs
 from cetql.planner.physical.kernel import kernel_spec
 from cetql.planner.physical.plan import PhysicalPlan
 from cetql.planner.planning import plan
+from cetql.surfaces.api.engines import OFFERED
 
 
 @dataclass
@@ -83,7 +84,7 @@ def execute(compiled, data, typed: dict, *, spark, options, watermark=None) -> E
                 raise SchemaError(
                     f"id column '{options.id_col}' is not in {where} (columns: {', '.join(inp.df.columns)})"
                 )
-    return Execution(plan(compiled, known, session_resources(spark)), inputs, spark, compiled.source)
+    return Execution(plan(compiled, known, session_resources(spark), OFFERED), inputs, spark, compiled.source)
 
 
 # ---------------------------------------------------------------- inputs

@@ -25,7 +25,7 @@ def cmd_compile(args) -> int:
         raise UsageError("give either --schema or --input, not both")
     data, typed = parse_inputs(args.input)
     check_inputs(data if data is not None else typed)
-    inputs = known_inputs(data, typed, options.time_col) if args.input else None
+    inputs = known_inputs(data, typed, options.time_col, options.time_zone) if args.input else None
     if args.input and inputs is None:
         missing = [v for v in ([data] if data else typed.values()) if not Path(str(v)).exists()]
         raise UsageError(f"input '{missing[0]}' does not exist")

@@ -5,11 +5,14 @@ the options every query command shares."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from cetql.backends.inputs.facts import describe_paths
 from cetql.base.errors import UsageError
 from cetql.base.options import RunOptions
 from cetql.planner.logical.plan import Delay, Inputs
+
+ENGINES = ("auto", "embedded", "spark")
 
 
 def run_options(args) -> RunOptions:
@@ -32,28 +35,31 @@ def run_options(args) -> RunOptions:
         "time_zone": getattr(args, "time_zone", None),
         "engine": _engine(args),
     }
-    return RunOptions.of(**keywords)
+    return replace(RunOptions.of(**keywords), spark_asked=_spark_asked(args))
 
 
-def _engine(args) -> str:
-    """--engine (default auto); a Spark session asked for (--master,
-    --remote, --partitions) is Spark's."""
+def _engine(args) -> str | None:
+    """--engine (default auto, or CETQL_ENGINE): the planner decides with it."""
     if not hasattr(args, "engine"):
         return None
     engine = args.engine or os.environ.get("CETQL_ENGINE") or "auto"
-    if engine not in ("auto", "local", "spark"):
-        raise UsageError(f"CETQL_ENGINE={engine!r}: expected auto, local or spark")
-    spark_flags = [f for f in ("master", "remote", "partitions") if getattr(args, f, None) is not None]
-    if os.environ.get("SPARK_REMOTE") and "remote" not in spark_flags:
-        spark_flags.append("remote")
-    if spark_flags and engine == "local":
-        raise UsageError(f"--engine local runs without Spark: leave out --{spark_flags[0]}")
-    return "spark" if spark_flags else engine
+    if engine not in ENGINES:
+        raise UsageError(f"CETQL_ENGINE={engine!r}: expected {', '.join(ENGINES)}")
+    return engine
 
 
-def known_inputs(data, typed: dict, time_col: str):
+def _spark_asked(args) -> str | None:
+    """The flag that asks for a Spark session (--master, --remote,
+    SPARK_REMOTE, --partitions): a requirement the planner weighs."""
+    for flag in ("master", "remote", "partitions"):
+        if getattr(args, flag, None) is not None:
+            return f"--{flag}"
+    return "SPARK_REMOTE" if hasattr(args, "engine") and os.environ.get("SPARK_REMOTE") else None
+
+
+def known_inputs(data, typed: dict, time_col: str, time_zone: str = "UTC"):
     """What can be learnt of path inputs without Spark (tables: nothing)."""
-    return describe_paths({None: data} if data is not None else dict(typed), time_col)
+    return describe_paths({None: data} if data is not None else dict(typed), time_col, time_zone)
 
 
 def as_stream(inputs: Inputs | None, watermark: str | None) -> Inputs:
@@ -89,9 +95,9 @@ def _common(p) -> None:
                    help="aggregation: exact numbers as DECIMAL(38,s) (default; larger is an error) or as text")
     p.add_argument("--kernel", choices=["index", "scan"],
                    help="aggregation: the attribute index (default) or GRETA's O(n^2) predecessor scan, to compare")
-    p.add_argument("--engine", choices=["auto", "local", "spark"],
-                   help="where it runs: auto (default; also CETQL_ENGINE) runs a result written as Parquet files in "
-                        "this process, without Spark, where the plan can (small local Parquet inputs: --explain says "
-                        "why or why not); local insists; spark always starts Spark")  # fmt: skip
+    p.add_argument("--engine", choices=ENGINES,
+                   help="where it runs: auto (default; also CETQL_ENGINE) runs in this process on the embedded "
+                        "engine (DuckDB, no Spark) where it can — local CSV, JSON or Parquet printed or written as "
+                        "Parquet: --explain says why or why not — else on Spark; embedded or spark insists")  # fmt: skip
     p.add_argument("--drop-invalid", action="store_true",
                    help="drop rows with a null/NaN/infinite time or an unreadable value instead of failing (counted)")

@@ -24,11 +24,13 @@ from cetql.backends.spark.session import log_path
 from cetql.base.errors import CetqlError, QueryError, QuerySyntaxError
 from cetql.base.options import OutputMode
 from cetql.base.version import VERSION as __version__
-from cetql.surfaces import gen, repl
 from cetql.surfaces.cli.compile import cmd_compile
 from cetql.surfaces.cli.flags import _common
-from cetql.surfaces.cli.run import EXIT_CANCELLED, _cancel, cmd_run
-from cetql.surfaces.draw import draw
+from cetql.surfaces.cli.run import EXIT_CANCELLED, cmd_run
+from cetql.surfaces.cli.said import cancel as _cancel
+from cetql.surfaces.draw import command as draw
+from cetql.surfaces.gen import command as gen
+from cetql.surfaces.repl import command as repl
 from cetql.surfaces.serve import server as serve
 
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`

@@ -79,13 +79,13 @@ def spark_json(schema) -> dict:
 
     def one(t):
         if pa.types.is_list(t) or pa.types.is_large_list(t):
-            return {"type": "array", "elementType": one(t.value_type), "containsNull": True}
+            return {"type": "array", "elementType": one(t.value_type), "containsNull": t.value_field.nullable}
         if pa.types.is_decimal(t):
             return f"decimal({t.precision},{t.scale})"
         name = spark_type_name(t)
         return {"tinyint": "byte", "smallint": "short", "int": "integer", "bigint": "long"}.get(name, name)
 
-    return {"type": "struct", "fields": [{"name": f.name, "type": one(f.type), "nullable": True, "metadata": {}}
+    return {"type": "struct", "fields": [{"name": f.name, "type": one(f.type), "nullable": f.nullable, "metadata": {}}
                                          for f in schema]}  # fmt: skip
 
 

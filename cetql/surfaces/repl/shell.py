@@ -32,6 +32,7 @@ from cetql.backends.spark.compiler import diagnose_invalid
 from cetql.backends.spark.connect import is_connect
 from cetql.backends.spark.failures import describe
 from cetql.backends.spark.resources import default_resources, session_resources
+from cetql.backends.spark.results import SparkRows
 from cetql.backends.spark.session import get_spark
 from cetql.base.errors import CetqlError, QueryError, UsageError, spoken
 from cetql.base.options import OutputFormat, OutputMode, RunOptions
@@ -41,7 +42,7 @@ from cetql.surfaces.api.query import compile
 from cetql.surfaces.api.runtime import read_input
 from cetql.surfaces.output import FILE, FOLDER, resolve_output, write
 from cetql.surfaces.progress import progress
-from cetql.surfaces.render import print_result
+from cetql.surfaces.render import print_result, sort_columns
 
 KEYWORDS = (
     "PATTERN", "SEQ", "WHERE", "AND", "OR", "NOT", "NEXT", "WITHIN", "SLIDE", "RETURN", "AGG", "GROUP-BY",
@@ -246,7 +247,8 @@ class Shell:
     def _known(self):
         if self.data is None and not self.typed:
             return None
-        return describe_paths({None: self.data} if self.data is not None else dict(self.typed), self.options.time_col)
+        return describe_paths({None: self.data} if self.data is not None else dict(self.typed), self.options.time_col,
+                              self.options.time_zone)
 
     def _require_input(self) -> None:
         if self.data is None and not self.typed:
@@ -309,7 +311,8 @@ class Shell:
             with progress(spark, "running", stream=self.err) as shown:
                 execution = compiled.execution(self.data if self.data is not None else self.typed, spark=spark,
                                                options=self.options)
-                print_result(execution, limit=self.limit, fmt="table", stream=shown.guard(self.out))
+                rows = SparkRows(execution, sort_columns(execution.dataframe.columns, compiled.kind))
+                print_result(rows, limit=self.limit, fmt="table", stream=shown.guard(self.out))
         except (CetqlError, KeyboardInterrupt):
             raise
         except Exception as e:

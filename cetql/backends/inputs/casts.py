@@ -1,0 +1,56 @@
+"""How a text input's value is read as its column's type — the rule every
+engine applies, spelled once in SQL for each dialect.
+
+A value is read when it has the type's shape (a regular expression, the
+same one `sources.decide` samples with), then cast; a value present but
+not read is invalid (the query fails naming the column, or the row is
+dropped).  Surrounding spaces are ignored; an empty value is null.
+
+- bigint, decimal(38,0): `[+-]digits` (within the type's range)
+- double: a decimal or exponent number, `nan`, `inf`, `infinity` (any case)
+- boolean: `true` or `false` (any case)
+- timestamp: ISO-8601 (`times.ISO`), each engine computing the instant
+  (`spark.times`, `embedded.reader`)
+"""
+
+from __future__ import annotations
+
+import re
+
+from cetql.backends.sql.dialects import Dialect
+
+INT = r"^[+-]?[0-9]+$"
+NUMBER = r"^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?([nN][aA][nN]|[iI][nN][fF]|[iI][nN][fF][iI][nN][iI][tT][yY])$"
+INT_RE, NUMBER_RE = re.compile(INT), re.compile(NUMBER)
+BOOLEANS = ("true", "false")
+
+
+def matches(dialect: Dialect, value: str, pattern: str) -> str:
+    """SQL: `value` (text) matches `pattern` (anchored)."""
+    if dialect.name == "spark":
+        return f"({value} RLIKE {dialect.literal(pattern)})"
+    return f"regexp_full_match({value}, {dialect.literal(pattern)})"
+
+
+def trimmed(dialect: Dialect, name: str) -> str:
+    return f"trim({dialect.quote(name)})"
+
+
+def typed_text(dialect: Dialect, name: str, spark_type: str) -> str | None:
+    """SQL of column `name` (text) read as `spark_type`, null where it is
+    not read; None for a type this module does not read (text, timestamps)."""
+    t = trimmed(dialect, name)
+    if spark_type == "bigint" or spark_type.startswith("decimal"):
+        target = dialect.int64 if spark_type == "bigint" else "DECIMAL(38, 0)"
+        return f"CASE WHEN {matches(dialect, t, INT)} THEN TRY_CAST({t} AS {target}) END"
+    if spark_type == "double":
+        return f"CASE WHEN {matches(dialect, t, NUMBER)} THEN TRY_CAST({t} AS {dialect.double}) END"
+    if spark_type == "boolean":
+        return f"CASE lower({t}) WHEN 'true' THEN TRUE WHEN 'false' THEN FALSE END"
+    return None
+
+
+def invalid(dialect: Dialect, name: str, value: str) -> str:
+    """SQL: the raw text of column `name` is present but `value` (its read
+    value) is null."""
+    return f"({dialect.quote(name)} IS NOT NULL AND {trimmed(dialect, name)} <> '' AND {value} IS NULL)"

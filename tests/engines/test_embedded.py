@@ -1,0 +1,259 @@
+"""The embedded engine (DuckDB, then the kernels; `backends/embedded`):
+generated queries over generated streams, read from CSV and from Parquet,
+against the brute-force reference (`reference.py`) — detection and
+aggregation, typed and single-type inputs, the values comparisons treat
+specially — then what it runs and refuses (its capability table), and
+what it does with bad rows.  Its equality with Spark is
+tests/engines/test_parity.py's.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from checks import same_value, slide, wanted
+from engines import plan, write_inputs
+from generators import queries, stream
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from reference import reference_aggregates
+
+import cetql
+from cetql.backends.embedded.run import execute
+from cetql.base.errors import QueryError, SchemaError, UsageError
+from cetql.base.options import Engine
+from cetql.language.printer import aggregate_to_text
+from cetql.surfaces.cli.main import main
+
+# Rows of the README's Reliability table (tests/surfaces/test_reliability.py prints and checks it)
+CASES = [
+    ('test_null_times_and_repeated_ids_fail_with_sparks_words_or_are_dropped_and_counted', 'a null time or a repeated id, run embedded (`--engine embedded`)',
+     'exit 1 in the words of a Spark run, nothing written; `--drop-invalid` drops and counts them'),
+    ('test_a_null_time_in_any_typed_input_is_found', 'a null time in the first of several typed inputs, run embedded',
+     'refused, or dropped and counted, as in the last'),
+    ('test_times_past_64_bits_fail_as_sparks_ansi_arithmetic_does', 'times near -2^63, run embedded',
+     "exit 1 where Spark's arithmetic overflows, never a wrapped window"),
+    ('test_what_only_spark_runs_is_said_and_refused_when_insisted_on', '`--engine embedded` on decimals, no `--id-col`, `--with-rows` or the distributed strategy',
+     'exit 2 naming why; without `--engine` the plan runs on Spark and `--explain` says why'),
+]  # fmt: skip
+
+SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def embedded_rows(text: str, events: list[dict], typed: bool, special: bool, fmt: str, **options) -> list[dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        data, by_type = write_inputs(Path(tmp), events, typed, special, fmt)
+        try:
+            compiled = plan(text, data, by_type, Engine.AUTO, id_col="id", **options)
+        except (QueryError, SchemaError):  # SchemaError: a CSV column with no value reads as text beside a number
+            assume(False)
+        assert compiled.plan.engine.engine == Engine.EMBEDDED, compiled.plan.engine.reason
+        result = execute(compiled.plan)
+        return pa.Table.from_batches(list(result.batches), schema=result.schema).to_pylist()
+
+
+def _k(row, text) -> int:
+    return row["window_start"] // slide(text)
+
+
+@SETTINGS
+@given(st.data(), st.booleans(), st.sampled_from(["COMPLETE", "MAXIMAL", "ALL"]), st.booleans(),
+       st.sampled_from(["csv", "parquet"]))  # fmt: skip
+def test_detection_equals_reference(data, typed, trend_set, special, fmt):
+    text = data.draw(queries(False, repeated_types=not typed, special=special))
+    events = data.draw(stream(typed, special=special))
+    assume(events)
+    rows = embedded_rows(text, events, typed, special, fmt, trends=trend_set, max_trends=0)
+    got: dict[int, set] = {}
+    for r in rows:
+        assert r["length"] == len(r["events"])
+        got.setdefault(_k(r, text), set()).add(tuple(r["events"]))
+    assert len(rows) == sum(map(len, got.values())), "a trend returned twice"
+    assert got == wanted(text, events, typed, trend_set, slide(text)), text
+
+
+@SETTINGS
+@given(st.data(), st.booleans(), st.booleans(), st.sampled_from(["csv", "parquet"]))
+def test_aggregation_equals_reference(data, typed, special, fmt):
+    text = data.draw(queries(True, repeated_types=not typed, special=special))
+    events = data.draw(stream(typed, special=special))
+    assume(events)
+    rows = embedded_rows(text, events, typed, special, fmt)
+    names = [aggregate_to_text(a) for a in cetql.parse(text).aggregates]
+    got = {_k(r, text): r for r in rows if r["COUNT(*)"] != 0}  # the reference lists windows with trends only
+    want = {start // slide(text): row for (start, _), row in reference_aggregates(text, events, typed=typed).items()}
+    assert got.keys() == want.keys(), text
+    for k, row in want.items():
+        for n in names:
+            assert same_value(got[k][n], row[n]), (text, k, n, got[k][n], row[n])
+
+
+# ---------------------------------------------------------------- what runs where, and refusals
+
+EVENTS = pa.table({"ts": pa.array([1, 2, 3], pa.int64()), "id": pa.array([1, 2, 3], pa.int64()),
+                   "x": pa.array([1.0, math.nan, 2.0])})  # fmt: skip
+KITE = "PATTERN E+ e[] WHERE e[i].x > e[i-1].x WITHIN 10"
+
+
+def _plan(tmp_path, text, table, name="events.parquet", engine=Engine.AUTO, **options):
+    path = tmp_path / name
+    if table is not None:
+        pq.write_table(table, path) if name.endswith(".parquet") else path.write_text(table)
+    return plan(text, str(path), {}, engine, **options).plan
+
+
+@pytest.mark.parametrize(
+    ("table", "name", "options", "why"),
+    [
+        (EVENTS, "events.parquet", {}, "ids from input order are Spark's own"),
+        (EVENTS.set_column(2, "x", pa.array([1, 2, 3], pa.decimal128(5, 0))), "events.parquet", {"id_col": "id"},
+         "column x is decimal(5,0)"),
+        (EVENTS, "events.parquet", {"id_col": "id", "with_rows": True}, "--with-rows"),
+        (EVENTS, "events.parquet", {"id_col": "id", "strategy": "distributed"}, "distributed strategy"),
+        ("ts,id,x\n1.5,1,2\n", "events.csv", {"id_col": "id"}, "windows need decimal arithmetic"),
+        (EVENTS, "events.parquet", {"id_col": "id", "time_zone": "Europe/Berlin"}, None),
+    ],
+)
+def test_what_only_spark_runs_is_said_and_refused_when_insisted_on(tmp_path, table, name, options, why):
+    p = _plan(tmp_path, KITE, table, name, **options)
+    if why is None:  # a zone that changes nothing (no time without one): embedded
+        assert p.engine.engine == Engine.EMBEDDED, p.engine.reason
+        return
+    assert p.engine.engine == Engine.SPARK and why in p.engine.reason, p.engine.reason
+    with pytest.raises(UsageError, match="cannot run this query"):
+        _plan(tmp_path, KITE, None, name, engine=Engine.EMBEDDED, **options)
+
+
+def test_naive_text_times_in_a_named_zone_are_sparks(tmp_path):
+    p = _plan(tmp_path, KITE, "ts,id,x\n2026-01-01 10:00:00,1,2\n", "e.csv", id_col="id", time_zone="Europe/Berlin")
+    assert p.engine.engine == Engine.SPARK and "Europe/Berlin" in p.engine.reason
+    p = _plan(tmp_path, KITE, "ts,id,x\n2026-01-01 10:00:00,1,2\n", "e.csv", id_col="id", time_zone="+05:30")
+    assert p.engine.engine == Engine.EMBEDDED, p.engine.reason
+
+
+def test_a_dataframe_a_stream_or_a_session_asked_for_is_sparks(tmp_path):
+    pq.write_table(EVENTS, tmp_path / "e.parquet")
+    assert cetql.compile(KITE).plan.engine.reason == "the result is a Spark DataFrame"
+    (tmp_path / "q.cet").write_text(KITE)
+    assert main(["compile", str(tmp_path / "q.cet"), "--input", str(tmp_path / "e.parquet"), "--id-col", "id",
+                 "--explain", "--stream"]) == 0  # fmt: skip
+
+
+def _run(tmp_path, table, *flags):
+    pq.write_table(table, tmp_path / "in.parquet")
+    (tmp_path / "q.cet").write_text(KITE)
+    return main(["run", str(tmp_path / "q.cet"), "--input", str(tmp_path / "in.parquet"), "--output",
+                 str(tmp_path / "out"), "--engine", "embedded", *flags])  # fmt: skip
+
+
+def test_null_times_and_repeated_ids_fail_with_sparks_words_or_are_dropped_and_counted(tmp_path, capsys):
+    no_time = EVENTS.set_column(0, "ts", pa.array([1, None, 3], pa.int64()))
+    assert _run(tmp_path, no_time, "--id-col", "id") == 1
+    assert "time column 'ts': 1 row(s) have no time (null, NaN or infinite); fix the input, or run with " \
+           "--drop-invalid" in capsys.readouterr().err  # fmt: skip
+    assert not (tmp_path / "out").exists()
+    twice = EVENTS.set_column(1, "id", pa.array([7, 7, 8], pa.int64()))
+    assert _run(tmp_path, twice, "--id-col", "id") == 1
+    assert "invalid id: id 7 of id column 'id' is on 2 rows; every event needs its own id" in capsys.readouterr().err
+    assert _run(tmp_path, twice, "--id-col", "id", "--drop-invalid") == 0
+    assert "dropped 2 input row(s)" in capsys.readouterr().err
+    assert pq.read_table(tmp_path / "out").num_rows == 1  # event 8 alone
+
+
+def test_unreadable_text_fails_naming_the_column_or_is_dropped(tmp_path, capsys):
+    (tmp_path / "q.cet").write_text(KITE)
+    (tmp_path / "in.csv").write_text("ts,id,x\n1,1,2\n2,2,n/a\n3,3,3\n")
+    base = ["run", str(tmp_path / "q.cet"), "--input", str(tmp_path / "in.csv"), "--id-col", "id", "--engine",
+            "embedded"]  # fmt: skip
+    assert main([*base, "--output", str(tmp_path / "out")]) == 1
+    assert "column 'x' holds 1 value(s) that cannot be read as a whole number (e.g. 'n/a')" in capsys.readouterr().err
+    assert main([*base, "--output", str(tmp_path / "out"), "--drop-invalid"]) == 0
+    assert "dropped 1 input row(s)" in capsys.readouterr().err
+
+
+def test_times_past_64_bits_fail_as_sparks_ansi_arithmetic_does(tmp_path, capsys):
+    edge = EVENTS.set_column(0, "ts", pa.array([-(2**63) + 1, 0, 1], pa.int64()))
+    assert _run(tmp_path, edge, "--id-col", "id") == 1
+    assert "went past what its type holds" in capsys.readouterr().err
+
+
+def test_an_existing_output_is_kept_and_append_checks_the_shape(tmp_path, capsys):
+    assert _run(tmp_path, EVENTS, "--id-col", "id") == 0
+    first = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert first[0] == "_SUCCESS" and first[1].startswith("part-00000-")
+    assert _run(tmp_path, EVENTS, "--id-col", "id") == 2  # exists: refused, kept
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == first
+    assert _run(tmp_path, EVENTS, "--id-col", "id", "--mode", "append") == 0
+    assert len(list((tmp_path / "out").glob("part-*"))) == 2
+    capsys.readouterr()
+
+
+def test_explain_names_the_engine(tmp_path, capsys):
+    pq.write_table(EVENTS, tmp_path / "in.parquet")
+    (tmp_path / "q.cet").write_text(KITE)
+    main(["compile", str(tmp_path / "q.cet"), "--input", str(tmp_path / "in.parquet"), "--id-col", "id", "--explain"])
+    out = capsys.readouterr().out
+    assert "Engine     embedded — the embedded engine (DuckDB), no Spark: 3 rows of parquet" in out, out
+    main(["compile", str(tmp_path / "q.cet"), "--input", str(tmp_path / "in.parquet"), "--explain"])
+    out = capsys.readouterr().out
+    assert "Engine     spark — not the embedded engine (DuckDB): ids from input order are Spark's own" in out, out
+
+
+def test_a_kernel_error_ends_the_run_as_on_spark(tmp_path, capsys):
+    many = pa.table({"ts": pa.array(range(12), pa.int64()), "id": pa.array(range(12), pa.int64()),
+                     "x": pa.array([0.0] * 12)})  # fmt: skip
+    (tmp_path / "q.cet").write_text("PATTERN E+ e[] WITHIN 100")
+    pq.write_table(many, tmp_path / "in.parquet")
+    code = main(["run", str(tmp_path / "q.cet"), "--input", str(tmp_path / "in.parquet"), "--id-col", "id",
+                 "--output", str(tmp_path / "out"), "--max-trends", "10", "--trends", "all"])  # fmt: skip
+    assert code == 1
+    assert "--max-trends" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_null_time_in_any_typed_input_is_found(tmp_path, capsys):
+    """Typed inputs are scanned one after the other: a null time in the
+    first of two is refused (or dropped and counted) as in the last."""
+    a = pa.table({"ts": pa.array([1, None], pa.int64()), "id": pa.array([1, 2], pa.int64())})
+    b = pa.table({"ts": pa.array([3, 4], pa.int64()), "id": pa.array([3, 4], pa.int64())})
+    pq.write_table(a, tmp_path / "a.parquet")
+    pq.write_table(b, tmp_path / "b.parquet")
+    (tmp_path / "q.cet").write_text("PATTERN SEQ(A a, B b) WITHIN 10")
+    base = ["run", str(tmp_path / "q.cet"), "--input", f"A={tmp_path / 'a.parquet'}", "--input",
+            f"B={tmp_path / 'b.parquet'}", "--id-col", "id", "--engine", "embedded", "--output"]  # fmt: skip
+    assert main([*base, str(tmp_path / "out")]) == 1
+    assert "time column 'ts' of input A: 1 row(s) have no time" in capsys.readouterr().err
+    assert main([*base, str(tmp_path / "out"), "--drop-invalid"]) == 0
+    assert "dropped 1 input row(s)" in capsys.readouterr().err
+    assert sorted(map(tuple, pq.read_table(tmp_path / "out").column("events").to_pylist())) == [(1, 3), (1, 4)]
+
+
+def test_windows_overflow_where_sparks_arithmetic_does(tmp_path, capsys):
+    """Near -2^63 a tumbling window's start (t - pmod(t, 10)) still fits and
+    runs; a sliding one's t - WITHIN does not, and fails."""
+    low = EVENTS.set_column(0, "ts", pa.array([-(2**63) + 10, -(2**63) + 11, -(2**63) + 12], pa.int64()))
+    assert _run(tmp_path, low, "--id-col", "id") == 0
+    starts = set(pq.read_table(tmp_path / "out").column("window_start").to_pylist())
+    assert starts == {-(2**63) + 8}
+    (tmp_path / "q.cet").write_text(KITE + " SLIDE 5")
+    assert main(["run", str(tmp_path / "q.cet"), "--input", str(tmp_path / "in.parquet"), "--output",
+                 str(tmp_path / "out2"), "--engine", "embedded", "--id-col", "id"]) == 1  # fmt: skip
+    assert "went past what its type holds" in capsys.readouterr().err
+
+
+def test_naive_timestamps_are_utc_instants(tmp_path):
+    """A time without a zone (in UTC, the default) is the instant it reads
+    as in UTC: the same trends and bounds as the zoned column, any unit."""
+    got = {}
+    for name, t in (("naive", pa.timestamp("s")), ("zoned", pa.timestamp("us", tz="UTC"))):
+        scale = 1 if t.unit == "s" else 1_000_000
+        table = EVENTS.set_column(0, "ts", pa.array([v * scale for v in (1, 2, 3)], pa.int64()).cast(t))
+        (tmp_path / name).mkdir()
+        assert _run(tmp_path / name, table, "--id-col", "id") == 0
+        got[name] = pq.read_table(tmp_path / name / "out").to_pylist()
+    assert got["naive"] == got["zoned"] and got["naive"]

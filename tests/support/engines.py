@@ -1,0 +1,94 @@
+"""Running one generated case on either engine, as `cetql run --output DIR`
+runs it: the inputs written as CSV or Parquet files, planned with what the
+one reader describes, the result written as Parquet.  What the parity and
+reference tests compare: rows, column types and the file footer's schema."""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import cetql
+from cetql.base.options import Engine, OutputFormat, OutputMode, RunOptions, Sink
+from cetql.surfaces.cli.flags import known_inputs
+from cetql.surfaces.output import resolve_output, write, write_batches
+
+TYPES = {"ts": pa.int64(), "id": pa.int64(), "x": pa.int64(), "g": pa.string(), "k": pa.string(), "y": pa.float64()}
+
+
+def _text(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return "NaN" if math.isnan(v) else ("Infinity" if v == math.inf else "-Infinity" if v == -math.inf else repr(v))
+    return str(v)
+
+
+def write_inputs(folder: Path, events: list[dict], typed: bool, special: bool, fmt: str):
+    """(untyped input, {type: input}) as files of `fmt` (csv or parquet)."""
+    cols = [c for c in TYPES if c != "y" or special]
+    schema = pa.schema([(c, TYPES[c]) for c in cols])
+
+    def one(evs, path: Path) -> str:
+        if fmt == "parquet":
+            pq.write_table(pa.Table.from_pylist([{c: e.get(c) for c in cols} for e in evs], schema=schema), path)
+        else:
+            with open(path, "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(cols)
+                w.writerows([[_text(e.get(c)) for c in cols] for e in evs])
+        return str(path)
+
+    if not typed:
+        return one(events, folder / f"events.{fmt}"), {}
+    return None, {t: one([e for e in events if e["__type"] == t], folder / f"{t}.{fmt}")
+                  for t in sorted({e["__type"] for e in events})}  # fmt: skip
+
+
+def plan(text: str, data, by_type: dict, engine: Engine, **options):
+    """The plan `cetql run … --output DIR` makes (Parquet out), on `engine`."""
+    inputs = known_inputs(data, by_type, "ts")
+    opts = replace(RunOptions.of(**options), engine=engine, sink=Sink.PARQUET)
+    return cetql.compile(text, {}, options=opts, inputs=inputs, strict_params=True)
+
+
+def run_to(folder: Path, text: str, data, by_type: dict, engine: Engine, spark=None, **options) -> Path:
+    """The result written as `cetql run --output` writes it, by `engine`."""
+    compiled = plan(text, data, by_type, engine, **options)
+    assert compiled.plan.engine.engine == engine, compiled.plan.engine.reason
+    target = resolve_output(str(folder), OutputMode.ERROR, fmt=OutputFormat.PARQUET)
+    if engine == Engine.EMBEDDED:
+        from cetql.backends.embedded.run import execute
+
+        result = execute(compiled.plan)
+        write_batches(result.schema, result.batches, target)
+    else:
+        given = data if data is not None else by_type
+        execution = compiled.execution(given, spark=spark, options=compiled.options)
+        write(execution.dataframe, target, OutputFormat.PARQUET)
+    return folder
+
+
+def footer(folder: Path) -> pa.Schema:
+    """The result files' schema as their footers say it (names, types, nullability)."""
+    return pq.read_schema(next(folder.glob("part-*.parquet")))
+
+
+def rows(folder: Path) -> list[dict]:
+    """Every row, in a total order, a double as its exact text (NaN equal to
+    NaN, -0.0 told from 0.0)."""
+    table = pq.read_table(folder)
+    return sorted(({k: _exact(v) for k, v in r.items()} for r in table.to_pylist()), key=repr)
+
+
+def _exact(v):
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, list):
+        return [_exact(x) for x in v]
+    return v
