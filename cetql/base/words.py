@@ -9,8 +9,8 @@ keyword argument is answered with the valid name nearest to it.
 Names are compared folded: case aside, `_` read as `-` (`--id_col` is
 `--id-col`, `Dst` is `dst`).  Nearer is fewer edits (a letter dropped,
 added, changed, or two neighbours swapped: the typing slips), then more
-alike by difflib's measure; a name is near enough at one edit, or when
-difflib finds it at least 60% alike.
+alike by difflib's measure; a name is near enough at one edit (but one
+letter for another is no slip), or when difflib finds it at least 60% alike.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def nearest(word: str, names: Iterable[str]) -> list[str]:
         folded = fold(name)
         distance = edits(target, folded)
         likeness = difflib.SequenceMatcher(None, target, folded).ratio()
-        if distance <= 1 or likeness >= CUTOFF:
+        if (distance <= 1 and max(len(target), len(folded)) > 1) or likeness >= CUTOFF:
             scored.append((distance, -likeness, order, name))
     return [name for *_, name in sorted(scored)]
 

@@ -22,6 +22,7 @@ import sys
 from decimal import Decimal
 
 from cetql.base.errors import UsageError
+from cetql.base.words import did_you_mean
 from cetql.planner.logical.plan import Detect
 from cetql.planner.semantics import ir
 
@@ -254,7 +255,9 @@ def _chains(execution, rows, chain) -> dict:
     events, id_col = execution.events()
     missing = [a for a in attrs if a not in events.columns]
     if missing:
-        raise UsageError(f"--show: no column {missing[0]} in the input (columns: {', '.join(c for c in events.columns if c != id_col)})")
+        names = [c for c in events.columns if c != id_col]
+        raise UsageError(f"--show: no column {missing[0]} in the input{did_you_mean(missing[0], names)} "
+                         f"(columns: {', '.join(names)})")  # fmt: skip
     found = {r[id_col]: r.asDict() for r in events.filter(events[id_col].isin(ids)).select(id_col, *attrs).collect()}
     return {
         tuple(r["events"]): chain_text(style, attrs, [found.get(i, {}) for i in r["events"]]) for r in rows

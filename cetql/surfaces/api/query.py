@@ -22,6 +22,7 @@ from cetql.backends.spark.reader import is_path
 from cetql.backends.spark.resources import default_resources
 from cetql.base.errors import ArgumentTypeError, InputNotFoundError, QueryError, UnknownTypeError, UsageError, spoken
 from cetql.base.options import RunOptions, option_names, unknown_keyword
+from cetql.base.words import did_you_mean
 from cetql.language import ast as A
 from cetql.language.parser import parse
 from cetql.planner.explain import explain_json, explain_text
@@ -29,7 +30,8 @@ from cetql.planner.logical.plan import Inputs, Resources
 from cetql.planner.physical.plan import PhysicalPlan
 from cetql.planner.planning import plan
 from cetql.planner.semantics import ir
-from cetql.planner.semantics.bind import bind, check_params
+from cetql.planner.semantics.bind import bind
+from cetql.planner.semantics.parameters import check_params
 from cetql.planner.semantics.schema import Schema
 from cetql.surfaces.api.runtime import Execution, execute
 from cetql.surfaces.arguments import query_text
@@ -127,7 +129,7 @@ class CompiledQuery:
                 raise ArgumentTypeError(unknown_keyword(k, option_names(), types))
         opts = RunOptions.of(options or self.options, **opts)
         merged = {**dict(self.params), **check_params(_param_dict(params))}
-        if set(self.query.unbound) - set(merged):  # refused now, before Spark reads anything
+        if params or set(self.query.unbound) - set(merged):  # refused now, before Spark reads anything
             try:
                 bind(self.ast, merged, None, strict_params=True, time_col=opts.time_col)
             except QueryError as e:
@@ -174,8 +176,8 @@ def check_inputs(data, types: tuple[str, ...] | None = None) -> None:
     given = dict(data) if isinstance(data, dict) else ({None: data} if data is not None else {})
     unknown = sorted(str(k) for k in given if k is not None and types is not None and k not in types)
     if unknown:
-        raise UnknownTypeError(f"input bound to type(s) {', '.join(unknown)} that the pattern does not use "
-                               f"(its types: {', '.join(types)})")  # fmt: skip
+        raise UnknownTypeError(f"input bound to type(s) {', '.join(unknown)} that the pattern does not use"
+                               f"{did_you_mean(unknown[0], types)} (its types: {', '.join(types)})")  # fmt: skip
     for name, value in given.items():
         where = f"input {name}" if name else "the input"
         if isinstance(value, (str, Path)):
