@@ -27,7 +27,7 @@ from cetql.language.grammar import keywords, lark_parser
 
 # Keywords that begin a clause: one read as a name says something is missing before it.
 CLAUSE_KEYWORDS = ("PATTERN", "WHERE", "RETURN", "AGG", "WITHIN", "SLIDE", "TRENDS", "APPROX", "GROUP-BY")
-LOOK_BACK = 4  # the tokens, the one the parser stopped at included, that may be a misspelt keyword
+LOOK_BACK = 8  # the tokens, the one the parser stopped at included, that may be a misspelt keyword
 
 # How the expected terminals are named in messages.
 _TERMINAL_NAMES = {
@@ -89,10 +89,10 @@ def _explained(text: str, stop: int, message: str, pos: Pos, stopped_at: Token |
     the token before `stop` is a clause keyword the parser read as a name,
     that it was.  `stopped_at`: the token the parser refused, if any."""
     read = [t for t in _read(text) if t.start_pos < stop]
-    candidates = [*read, *([stopped_at] if stopped_at is not None else [])][-LOOK_BACK:]
-    for token in reversed([t for t in candidates if t.type == "NAME"]):
-        for keyword in nearest(str(token), keywords().values()):
-            for end in _ends(text, token, keyword):
+    for token, word_end in reversed(_words([*read, *([stopped_at] if stopped_at is not None else [])][-LOOK_BACK:])):
+        word = text[token.start_pos : word_end]
+        for keyword in nearest(word, keywords().values()):
+            for end in _ends(text, word_end, keyword):
                 if _parses_past(text, token.start_pos, end, keyword, stop):
                     found = text[token.start_pos : end]
                     return QuerySyntaxError(misspelt(found, keyword), Pos(token.line, token.column), text)
@@ -114,12 +114,27 @@ def _read(text: str) -> list[Token]:
     return read
 
 
-def _ends(text: str, token: Token, keyword: str) -> list[int]:
-    """Where a misspelling of `keyword` starting with `token` may end: the
-    token's end, and for a keyword of two words (GROUP-BY) first the end of
-    the word after it (`GROPU-BY`, `GROUP-YB`)."""
-    second = _SECOND_WORD.match(text, token.end_pos) if "-" in keyword else None
-    return [second.end(), token.end_pos] if second else [token.end_pos]
+def _words(tokens: list[Token]) -> list[tuple[Token, int]]:
+    """(first token, end) of the words among `tokens` that may be a misspelt
+    keyword: each name, and a name glued to the word before it — where a
+    keyword is expected and no name, the lexer reads `PATTERNN` as PATTERN
+    and N."""
+    out = []
+    for before, token in zip([None, *tokens], tokens):
+        if token.type != "NAME":
+            continue
+        if before is not None and before.end_pos == token.start_pos and str(before).isalpha():
+            out.append((before, token.end_pos))
+        out.append((token, token.end_pos))
+    return out
+
+
+def _ends(text: str, end: int, keyword: str) -> list[int]:
+    """Where a misspelling of `keyword` whose first word ends at `end` may
+    end: there, and for a keyword of two words (GROUP-BY) first at the end
+    of the word after it (`GROPU-BY`, `GROUP-YB`)."""
+    second = _SECOND_WORD.match(text, end) if "-" in keyword else None
+    return [second.end(), end] if second else [end]
 
 
 _SECOND_WORD = re.compile(r"[ \t-]*[A-Za-z]+")
