@@ -50,7 +50,9 @@ def compile(  # noqa: A001 - the public name users expect
 ) -> CompiledQuery:
     """Compile query text into a plan.  Parameters missing from `params` are
     listed in `query.unbound` (and refused when it runs) unless
-    `strict_params` makes them an error now.  Keywords are run options
+    `strict_params` makes them an error now; a parameter in `params` the
+    query does not read is refused by name (`ParameterError`), with the
+    nearest name it reads.  Keywords are run options
     (`trends=`, `strategy=`, `time_col=`, …; see `RunOptions`): what they
     make impossible is refused here, before any data is read.  Without
     `inputs` and `resources`, the plan assumes them (`explain()` says what)."""
@@ -113,8 +115,9 @@ class CompiledQuery:
         or a table/view name for a single-type stream, or a dict
         {type name: one of those}; typed inputs may also be keywords named
         after the pattern's types (`Check=df`).  Other keywords are run
-        options (see `RunOptions`); anything else is refused by name.  A
-        path that does not exist is refused before Spark is asked.
+        options (see `RunOptions`); anything else is refused by name, as is
+        a parameter in `params` the query does not read.  A path that does
+        not exist is refused before Spark is asked.
         Streaming DataFrames give a streaming result: `watermark` ("10
         minutes", or a number in the time column's units; default 0) is how
         far behind the latest event time a window may still receive events."""
