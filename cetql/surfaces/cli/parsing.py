@@ -19,7 +19,7 @@ import re
 from cetql.base.errors import UsageError
 from cetql.base.words import closest, did_you_mean, fold
 
-_NEGATIVE_NUMBER = re.compile(r"-\d+|-\d*\.\d+")  # a value, not an option (argparse's own rule)
+_VALUE = re.compile(r"-[\d.].*")  # a value (-1, -.5, -05:00), never an option's name: argparse says what is wrong
 
 
 class Parser(argparse.ArgumentParser):
@@ -68,7 +68,7 @@ def _unknown_option(parser: Parser, argv: list[str]) -> UsageError | None:
             if token not in commands:
                 return None  # argparse's refusal names the commands
             command, own = token, commands[token]
-        elif token.startswith("-") and token != "-" and not _NEGATIVE_NUMBER.fullmatch(token):
+        elif token.startswith("-") and token != "-" and not _VALUE.fullmatch(token):
             name = token.split("=", 1)[0]
             if not _takes(own, name):
                 return UsageError(_unknown_message(name, command, own, commands))
