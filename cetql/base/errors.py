@@ -57,6 +57,7 @@ OPTION_FLAGS: dict[str, tuple[str, object]] = {
 
 _FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z-]*)")
 _PARAM = re.compile(r"--param (?:'?)([A-Za-z_]\w*)=(<value>|[^\s,;)']+)'?")
+_PARAM_NAME = re.compile(r"--param ([A-Za-z_]\w*):")  # a parameter given, named: `params["x"]:` in Python
 _NUMBER = re.compile(r" (-?\d[\d,]*(?:\.\d+)?)(?![\w.])")
 _SIZE = re.compile(r" (\d[\d.]*[A-Za-z]*)\b")
 _QUOTED = re.compile(r" ('[^']*')")
@@ -75,6 +76,7 @@ def spoken(text: str, surface: str = "python") -> str:
     if surface == "repl":
         return re.sub(r"(?<![\w-])--(param|input|limit)\b", r":\1", text)
     text = _PARAM.sub(lambda m: f'params={{"{m.group(1)}": {"…" if m.group(2) == "<value>" else m.group(2)}}}', text)
+    text = _PARAM_NAME.sub(lambda m: f'params["{m.group(1)}"]:', text)
     out, at = [], 0
     for m in _FLAG.finditer(text):
         if m.start() < at:

@@ -8,12 +8,12 @@ the errors, so every stage (semantics, logical, Spark, kernels) may import it.
 
 from __future__ import annotations
 
-import difflib
 import math
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
 from cetql.base.errors import ArgumentTypeError, UsageError, flag
+from cetql.base.words import did_you_mean
 
 
 class TrendSet(StrEnum):
@@ -300,11 +300,10 @@ def option_names() -> tuple[str, ...]:
 
 
 def unknown_keyword(name: str, options, types=()) -> str:
-    """'unknown keyword …' with the closest valid one (difflib) and every
-    valid one: the run options, and the pattern's types where typed inputs
-    may be keywords too."""
-    near = difflib.get_close_matches(name, [*options, *types], n=1, cutoff=0.6)
-    text = f"unknown keyword '{name}'" + (f" (did you mean '{near[0]}'?)" if near else "")
+    """'unknown keyword …' with the closest valid one (`base.words`) and
+    every valid one: the run options, and the pattern's types where typed
+    inputs may be keywords too."""
+    text = f"unknown keyword '{name}'" + did_you_mean(name, [*options, *types])
     text += f"; run options: {', '.join(options)}"
     if types:
         text += f"; typed inputs, by the pattern's types: {', '.join(types)}"

@@ -1,79 +1,23 @@
-"""Query text → AST.  The grammar is `grammar/cetql.lark`; this module turns
-Lark's parse tree into `cetql.ast` nodes and Lark's errors into
-`QuerySyntaxError`s that say where and what was expected."""
+"""Query text → AST.  The grammar is `cetql.lark`; this module turns
+Lark's parse tree into `cetql.ast` nodes, and Lark's errors into
+`QuerySyntaxError`s (`syntax_errors`) that say where and what was expected."""
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
-from functools import lru_cache
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
 
 from cetql.base.errors import QueryError, QuerySyntaxError
+from cetql.base.words import nearest
 from cetql.language import ast as A
-from cetql.language.grammar import grammar_text
+from cetql.language.grammar import lark_parser
+from cetql.language.syntax_errors import CLAUSE_KEYWORDS, misspelt, syntax_error
 from cetql.language.units import UNIT_ALIASES
 
-_CLAUSE_KEYWORDS = {"PATTERN", "WHERE", "RETURN", "AGG", "WITHIN", "SLIDE", "TRENDS", "APPROX", "GROUP_BY", "BY"}
-
-# How the expected terminals are named in messages.
-_TERMINAL_NAMES = {
-    "NAME": "a name",
-    "NUMBER": "a number",
-    "STRING": "a string",
-    "LPAR": "'('",
-    "RPAR": "')'",
-    "LSQB": "'['",
-    "RSQB": "']'",
-    "COMMA": "','",
-    "DOT": "'.'",
-    "STAR": "'*'",
-    "MINUS": "'-'",
-    "LESSTHAN": "'<'",
-    "ARRAY": "'[]'",
-    "QUANT": "'+', '*' or '?'",
-    "BANG": "'!'",
-    "COMP_OP": "a comparison (= != < <= > >=)",
-    "ADD_OP": "'+' or '-'",
-    "MUL_OP": "'*', '/' or '%'",
-    "ANGLE_CLOSE": "'>'",
-    "ASEQ_OPEN": "'['",
-    "GROUP_BY": "GROUP-BY",
-    "$END": "the end of the query",
-}
-
-
-def _describe_terminal(name: str) -> str:
-    return _TERMINAL_NAMES.get(name, name.replace("_", "-") if name.isupper() else repr(name))
-
-
-def _describe_token(token: Token) -> str:
-    if token.type == "$END":
-        return "end of query"
-    if token.type == "NAME":
-        return f"name '{token}'"
-    if token.type in ("NUMBER", "STRING"):
-        return f"{token.type.lower()} {token}"
-    if token.type.isalpha() and str(token).isalpha():
-        return f"keyword {str(token).upper()}"
-    return f"'{token}'"
-
-
-def _expected(names) -> str:
-    described = sorted({_describe_terminal(n) for n in names})
-    # Keywords read best in upper case, after the punctuation and the classes.
-    if not described:
-        return ""
-    if len(described) == 1:
-        return described[0]
-    return ", ".join(described[:-1]) + " or " + described[-1]
-
-
-@lru_cache(maxsize=1)
-def _lark() -> Lark:
-    return Lark(grammar_text(), parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
+# The clauses that may follow a duration: a word there that is no unit may be one misspelt.
+_AFTER_DURATION = tuple(k for k in CLAUSE_KEYWORDS if k not in ("PATTERN", "RETURN"))
 
 
 def _pos_of(meta_or_token) -> A.Pos | None:
@@ -257,6 +201,10 @@ class _ToAst(Transformer):
             spelled = str(children[1])
             unit = UNIT_ALIASES.get(spelled.lower())
             if unit is None:
+                # a misspelt unit, or a misspelt clause after the duration (`WITHIN 3 SLDE`): the nearer
+                near = nearest(spelled, [*UNIT_ALIASES, *_AFTER_DURATION])
+                if near:
+                    _fail(misspelt(spelled, near[0]), children[1])
                 _fail(
                     f"unknown time unit '{spelled}'; expected one of ms, s, sec, second(s), min, minute(s), "
                     "h, hour(s), day(s), week(s)",
@@ -299,6 +247,9 @@ class _ToAst(Transformer):
         name = children[1]
         value = str(name).upper()
         if value not in A.TREND_SETS:
+            near = nearest(value, A.TREND_SETS)
+            if near:
+                _fail(misspelt(str(name), near[0]), name)
             _fail(f"unknown trend set '{name}'; expected ALL, COMPLETE or MAXIMAL", name)
         return ("TRENDS", value, meta)
 
@@ -334,64 +285,12 @@ class _ToAst(Transformer):
         return children[0]
 
 
-def _accepted(e, fallback) -> set[str]:
-    """The terminals the parser would really accept where it stopped: LALR
-    lookahead sets over-approximate, the interactive parser does not."""
-    try:
-        ip = getattr(e, "interactive_parser", None)
-        if ip is None and getattr(e, "state", None) is not None:
-            from lark.parsers.lalr_interactive_parser import InteractiveParser
-
-            ip = InteractiveParser(_lark().parser.parser.parser, e.state, None)
-        if ip is not None:
-            accepted = set(ip.accepts())
-            if accepted:
-                return accepted
-    except Exception:  # pragma: no cover - the fallback is only less precise
-        pass
-    return set(fallback or ())
-
-
 def parse(text: str) -> A.Query:
     """Parse query text into a `Query`, or raise `QuerySyntaxError`."""
     try:
-        tree = _lark().parse(text)
-    except UnexpectedCharacters as e:
-        char = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
-        allowed = _accepted(e, e.allowed)
-        if char in "'\"":
-            raise QuerySyntaxError(
-                f"unterminated string: no closing {char} on this line", A.Pos(e.line, e.column), text
-            ) from None
-        msg = f"unexpected character '{char}'"
-        if allowed:
-            msg += f"; expected {_expected(allowed)}"
-        raise QuerySyntaxError(msg, A.Pos(e.line, e.column), text) from None
-    except UnexpectedEOF as e:
-        lines = text.splitlines() or [""]
-        raise QuerySyntaxError(
-            f"unexpected end of query; expected {_expected(e.expected)}",
-            A.Pos(len(lines), len(lines[-1]) + 1),
-            text,
-        ) from None
-    except UnexpectedToken as e:
-        token = e.token
-        if token.type == "$END":
-            lines = text.rstrip().splitlines() or [""]
-            pos = A.Pos(len(lines), len(lines[-1]) + 1)
-        else:
-            pos = A.Pos(token.line, token.column)
-        accepted = _accepted(e, e.expected)
-        if token.type == "ANGLE_CLOSE" and "ANGLE_CLOSE" not in accepted:
-            # A trailing `>` is read as the close of A-Seq's `<…>`; it is really
-            # a comparison that lacks its right-hand side.
-            raise QuerySyntaxError("comparison '>' has no right-hand side", pos, text) from None
-        msg = f"unexpected {_describe_token(token)}; expected {_expected(accepted)}"
-        if token.type != "$END":
-            before = re.findall(r"[A-Za-z_][A-Za-z0-9_-]*", text[: token.start_pos])
-            if before and before[-1].upper().replace("-", "_") in _CLAUSE_KEYWORDS:
-                msg += f" (the keyword {before[-1].upper()} was read as a name: is something missing before it?)"
-        raise QuerySyntaxError(msg, pos, text) from None
+        tree = lark_parser().parse(text)
+    except (UnexpectedCharacters, UnexpectedEOF, UnexpectedToken) as e:
+        raise syntax_error(e, text) from None
     try:
         return _ToAst().transform(tree)
     except VisitError as e:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from cetql.base.errors import ArgumentTypeError, ParameterError, UsageError
-from cetql.planner.semantics.bind import parse_param
+from cetql.planner.semantics.parameters import parse_param
 
 
 class QueryTextError(ArgumentTypeError):

@@ -23,3 +23,4 @@ _.AUTO  # cetql/options.py: Engine.AUTO, an enum member chosen by value (--engin
 _.order_key  # cetql/kernels/compare.py: the SQL dialects' tests sort by it (tests/kernels/test_compare.py checks it)
 _.CASES  # cetql/kernels/compare.py: the table of comparison cases every evaluator and SQL dialect is tested on
 _.capability_fields  # cetql/planner/physical/engine.py: tests/engines/test_capabilities.py walks every entry with it
+_._check_value  # surfaces/cli/parsing.py: argparse's hook for a value outside an argument's choices

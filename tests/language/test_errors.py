@@ -4,9 +4,13 @@ The expected messages were reviewed one by one: each names the offending
 token or thing and what would be right instead."""
 
 import pytest
+from generators import queries
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import cetql
 from cetql.base.errors import QuerySemanticError, QuerySyntaxError
+from cetql.language.grammar import keywords, lark_parser
 
 CASES = [
     ("PATTERN", "1:8", "unexpected end of query; expected '!', '(', '<', NOT, SEQ or a name"),
@@ -48,11 +52,8 @@ CASES = [
     ("PATTERN A+ WITHIN 3 TRENDS SOME", "1:28", "unknown trend set 'SOME'; expected ALL, COMPLETE or MAXIMAL"),
     ("PATTERN A+ WHERE a.x = 'open WITHIN 3", "1:24", "unterminated string: no closing ' on this line"),
     ("PATTERN SEQ() WITHIN 3", "1:13", "unexpected ')'; expected '!', '(', NOT, SEQ or a name"),
-    (
-        "PATTERN A+ WHERE [] WITHIN 3",
-        "1:19",
-        "unexpected ']'; expected NEXT or a name (the keyword WHERE was read as a name: is something missing before it?)",
-    ),
+    # WHERE is read as the keyword here: no hint that it was read as a name
+    ("PATTERN A+ WHERE [] WITHIN 3", "1:19", "unexpected ']'; expected NEXT or a name"),
     (
         "PATTERN A+ WHERE a.x = 1 AND WITHIN 3",
         "1:37",
@@ -235,3 +236,94 @@ def test_unbound_parameter_is_only_noted_when_not_strict():
     assert c.query.unbound == ("ratio",)
     c = cetql.compile("PATTERN Stock+ s[] WHERE s[i].price > ratio * s[i-1].price WITHIN 3", {"ratio": 2})
     assert c.query.unbound == ()
+
+
+# ---------------------------------------------------------------- a misspelt keyword: the one meant
+
+
+def test_a_misspelt_keyword_is_answered_with_the_keyword():
+    """The issue's example: one suggestion, where a list of fourteen was."""
+    with pytest.raises(QuerySyntaxError) as info:
+        cetql.compile("PATTERN A+ a[] WITHN 3")
+    assert info.value.render().splitlines() == [
+        "syntax error: 1:16: expected WITHIN here (found 'WITHN')",
+        "   1 | PATTERN A+ a[] WITHN 3",
+        "     |                ^",
+    ]
+
+
+@pytest.mark.parametrize(("query", "pos", "message"), [
+    ("PATTERN A+ WITHN 3", "1:12", "expected WITHIN here (found 'WITHN')"),  # WITHN read as A's variable
+    ("PATTERN A+ a[] WITHIN 3 SLDE 1", "1:25", "expected SLIDE here (found 'SLDE')"),  # SLDE read as a unit
+    ("PATTERN A+ a[] WITHIN 3 APROX", "1:25", "expected APPROX here (found 'APROX')"),  # … and the query ends
+    ("PATTERN A+ a[] WITHIN 3 minuts", "1:25", "expected minutes here (found 'minuts')"),
+    ("PATTERN A+ a[] WITHIN 3 TRENDS MAXIMA", "1:32", "expected MAXIMAL here (found 'MAXIMA')"),
+    ("PATTERN SEQ(A a, NT C c, B b) WITHIN 3", "1:18", "expected NOT here (found 'NT')"),
+    ("RETURN AG(a.x) PATTERN A+ a[] WITHIN 3", "1:8", "expected AVG here (found 'AG')"),  # AGG would not parse
+    ("RETURN COUNT(*) PATTERN A+ a[] GROPU-BY a.g WITHIN 3", "1:32", "expected GROUP-BY here (found 'GROPU-BY')"),
+    ("PATTERN A+ a[] WHERE a.x = 1 O a.y = 2 WITHIN 3", "1:30", "expected OR here (found 'O')"),
+])  # fmt: skip
+def test_misspelt_keywords_where_the_parser_stops_later(query, pos, message):
+    with pytest.raises(QuerySyntaxError) as info:
+        cetql.compile(query)
+    assert (str(info.value.pos), info.value.message) == (pos, message)
+
+
+def test_a_name_near_no_keyword_keeps_the_list():
+    with pytest.raises(QuerySyntaxError) as info:
+        cetql.compile("PATTERN A+ a[] zebra 3")
+    assert info.value.message.startswith("unexpected name 'zebra'; expected '+', '*' or '?', '[', AGG, APPROX")
+
+
+@st.composite
+def queries_with_keywords(draw):
+    """Generated queries, with the clauses the generator leaves out added."""
+    aggregation = draw(st.booleans())
+    text = draw(queries(aggregation))
+    if " AND " in text and draw(st.booleans()):
+        text = text.replace(" AND ", " OR ", 1)
+    if aggregation and draw(st.booleans()):
+        text = text.replace("SUM(", "AVG(", 1)
+    if aggregation and draw(st.booleans()):
+        text += "\nGROUP-BY g"
+    if draw(st.booleans()):
+        text += "\nTRENDS " + draw(st.sampled_from(["ALL", "COMPLETE"] if aggregation else ["COMPLETE", "MAXIMAL"]))
+    if aggregation and draw(st.booleans()):
+        text += "\nAPPROX"
+    return text
+
+
+def _keyword_tokens(text: str) -> list[tuple[object, str]]:
+    """(token, the keyword as written) for each keyword of `text`, trend sets included."""
+    parser = lark_parser().parse_interactive(text)
+    tokens = list(parser.iter_parse())
+    out = [(t, keywords()[t.type]) for t in tokens if t.type in keywords()]
+    out += [(t, str(t)) for before, t in zip(tokens, tokens[1:]) if before.type == "TRENDS"]
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(queries_with_keywords(), st.data())
+def test_every_misspelt_keyword_of_generated_queries(text, data):
+    try:
+        cetql.compile(text)
+    except cetql.QueryError:  # OR beside an equivalence ([g]): not a query
+        assume(False)
+    token, keyword = data.draw(st.sampled_from(_keyword_tokens(text)))
+    word = str(token)
+    at = data.draw(st.integers(0, len(word) - 1))
+    how = data.draw(st.sampled_from(["drop", "double", "swap"]))
+    assume(how != "swap" or at + 1 < len(word))
+    typo = {"drop": word[:at] + word[at + 1 :], "double": word[:at] + word[at] + word[at:],
+            "swap": word[:at] + word[at + 1 : at + 2] + word[at] + word[at + 2 :]}[how]  # fmt: skip
+    assume(typo.upper() != word.upper() and typo.strip("-"))
+    with pytest.raises(QuerySyntaxError) as info:
+        cetql.compile(text[: token.start_pos] + typo + text[token.end_pos :])
+    message = info.value.message
+    assert message.startswith(f"expected {keyword} here (found '"), (typo, message)
+    found = message.split("(found '", 1)[1][:-2]
+    assert found == typo or (keyword == "GROUP-BY" and (typo.startswith(found) or found.startswith(typo))), message
+    assert str(info.value.pos) == f"{token.line}:{token.column}" and "\n" not in message
+    head, line, caret = info.value.render().splitlines()
+    assert head == f"syntax error: {token.line}:{token.column}: {message}"
+    assert caret.endswith("^") and line[caret.index("^") :].startswith(found)  # the caret under the word

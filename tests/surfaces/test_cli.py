@@ -151,7 +151,8 @@ def test_schema_string_checks_columns(capsys):
     capsys.readouterr()
     assert main(["compile", q, "--schema", "ts long, src string, dst string, type string"]) == 2
     err = capsys.readouterr().err
-    assert "column 'dest' (c[i-1].dest, 4:24) is not in the input; its columns are: ts, src, dst, type" in err
+    assert err == ("error: column 'dest' (c[i-1].dest, 4:24) is not in the input (did you mean 'dst'?); "
+                   "its columns are: ts, src, dst, type\n")  # one line, proposing the column meant
 
 
 def test_schema_type_mismatch(tmp_path, capsys):

@@ -15,6 +15,7 @@ import pyarrow as pa
 from cetql.backends.embedded.compiler import EVENTS, Result
 from cetql.backends.sql.dialects import DUCKDB
 from cetql.base.errors import UsageError
+from cetql.base.words import did_you_mean
 
 Q = DUCKDB.quote
 RESULT = "__cetql_result"
@@ -72,7 +73,8 @@ class EmbeddedRows:
         user = [c for c in have if not c.startswith(n.prefix)]
         missing = [a for a in attrs if a not in have]
         if missing:
-            raise UsageError(f"--show: no column {missing[0]} in the input (columns: {', '.join(user)})")
+            raise UsageError(f"--show: no column {missing[0]} in the input{did_you_mean(missing[0], user)} "
+                             f"(columns: {', '.join(user)})")  # fmt: skip
         self._con.register("__cetql_ids", pa.table({"id": pa.array(ids)}))
         try:
             cols = ", ".join(Q(a) for a in attrs)

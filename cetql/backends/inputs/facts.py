@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cetql.backends.inputs import sources
 from cetql.base.errors import SchemaError
+from cetql.base.words import did_you_mean
 from cetql.planner.logical.plan import InputFacts, Inputs
 from cetql.planner.semantics.schema import NUMERIC, OTHER, STRING, TIMESTAMP, Schema
 
@@ -66,8 +67,8 @@ def time_kind(schema: Schema, time_col: str, nanos: bool, name=None) -> str | No
     where = f"input {name}" if name else "the input"
     if found is None:
         raise SchemaError(
-            f"time column '{time_col}' is not in {where} (columns: {', '.join(schema.names())}); "
-            "name it with --time-col"
+            f"time column '{time_col}' is not in {where}{did_you_mean(time_col, schema.names())}; "
+            f"name it with --time-col (columns: {', '.join(schema.names())})"
         )
     cls, written = found
     if nanos:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pyspark.sql import functions as F
 
 from cetql.base.errors import UsageError
+from cetql.base.words import did_you_mean
 
 
 class SparkRows:
@@ -39,7 +40,7 @@ class SparkRows:
         events, id_col = self.execution.events()
         missing = [a for a in attrs if a not in events.columns]
         if missing:
-            raise UsageError(f"--show: no column {missing[0]} in the input (columns: "
+            raise UsageError(f"--show: no column {missing[0]} in the input{did_you_mean(missing[0], events.columns)} (columns: "
                              f"{', '.join(c for c in events.columns if c != id_col)})")  # fmt: skip
         found = events.filter(events[id_col].isin(ids)).select(id_col, *attrs).collect()
         return {r[id_col]: r.asDict(recursive=True) for r in found}

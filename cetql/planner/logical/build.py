@@ -11,6 +11,7 @@ fails here, naming both, rather than later on a missing value.
 from __future__ import annotations
 
 from cetql.base.errors import SchemaError
+from cetql.base.words import did_you_mean
 from cetql.base.options import RunOptions, Sharing
 from cetql.planner.logical.plan import (
     Aggregate,
@@ -86,7 +87,8 @@ def _check_id_column(id_col: str | None, inputs: Inputs) -> None:
         names = [c.name for c in f.source.columns] if f.source is not None else None
         if names is not None and id_col not in names:
             where = f"input {f.type_name}" if f.type_name else "the input"
-            raise SchemaError(f"id column '{id_col}' is not in {where} (columns: {', '.join(names)})")
+            raise SchemaError(f"id column '{id_col}' is not in {where}{did_you_mean(id_col, names)} "
+                              f"(columns: {', '.join(names)})")  # fmt: skip
 
 
 def _assemble(d: Draft) -> Detect | Aggregate:

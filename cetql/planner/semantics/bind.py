@@ -8,16 +8,17 @@ aggregate over an unknown type, a missing column, a type mismatch.
 
 from __future__ import annotations
 
-import math
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
-from cetql.base.errors import ParameterError, QuerySemanticError, SchemaError
+from cetql.base.errors import QuerySemanticError, SchemaError
 from cetql.base.options import TrendSet
+from cetql.base.words import did_you_mean
 from cetql.language import ast as A
 from cetql.language.printer import aggregate_to_text, attr_to_text, expr_to_text
 from cetql.language.units import UNIT_SECONDS
 from cetql.planner.semantics import ir
 from cetql.planner.semantics.classify import classify, conjuncts, implied_equivalences
+from cetql.planner.semantics.parameters import INT64, check_given, check_params, number_range_error
 from cetql.planner.semantics.schema import BOOLEAN, NUMERIC, OTHER, STRING, TIMESTAMP, Schema
 from cetql.planner.semantics.template import Position, build_template, position_names
 
@@ -35,79 +36,14 @@ def resolve_name(positions: dict[str, Position], name: str, pos=None) -> str:
             pos,
         )
     known = ", ".join(positions) or "nothing"
-    raise QuerySemanticError(f"unknown variable '{name}'; the pattern binds {known}", pos)
+    near = did_you_mean(name, [*positions, *_unique_types(positions)])
+    raise QuerySemanticError(f"unknown variable '{name}'{near}; the pattern binds {known}", pos)
 
 
-def parse_param(text: str) -> tuple[str, object]:
-    """`k=v` from the command line; v is a number, TRUE/FALSE, or a string
-    (quoted, or anything that is not a number)."""
-    if "=" not in text:
-        raise ParameterError(f"--param '{text}' is not of the form name=value")
-    k, v = text.split("=", 1)
-    k, v = k.strip(), v.strip()
-    if not k.isidentifier():
-        raise ParameterError(f"--param name '{k}' is not an identifier")
-    if v.lower() in ("true", "false"):
-        return k, v.lower() == "true"
-    if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"":
-        return k, v[1:-1]
-    try:
-        return k, int(v)
-    except ValueError:
-        pass
-    try:
-        d = Decimal(v)
-    except (InvalidOperation, ValueError):
-        return k, v
-    if not d.is_finite():
-        raise ParameterError(f"--param {k}={v}: a parameter must be a finite number, not {v}")
-    return k, d
-
-
-INT64 = (-(2**63), 2**63 - 1)
-_DOUBLE_MAX = Decimal("1.7976931348623157e308")
-
-
-def number_range_error(v) -> str | None:
-    """Why a number cannot be used in a query (it cannot be spelled to
-    Spark and the kernels exactly), or None: a whole number must fit 64
-    bits; any other must be finite and within a double's range."""
-    if isinstance(v, bool) or not isinstance(v, (int, float, Decimal)):
-        return None
-    if isinstance(v, int):
-        if INT64[0] <= v <= INT64[1]:
-            return None
-        return (f"{_short(v)} does not fit a 64-bit integer (at most {INT64[1]:,}); write it as a decimal "
-                f"(e.g. {Decimal(v):.3e}) to compare it as a number")  # fmt: skip
-    if isinstance(v, float) and not math.isfinite(v):
-        return f"{v} is not a finite number"
-    if isinstance(v, Decimal) and (not v.is_finite() or abs(v) > _DOUBLE_MAX):
-        return f"{_short(v)} is not a finite number a double can hold (at most about 1.8e308)"
-    return None
-
-
-def _short(v) -> str:
-    text = str(v)
-    return text if len(text) <= 24 else f"{text[:10]}…{text[-6:]} ({len(text.lstrip('-'))} digits)"
-
-
-def check_params(params: dict[str, object]) -> dict[str, object]:
-    """Parameter values from Python: numbers must be finite and fit the
-    types they are compared as."""
-    out = {}
-    for k, v in params.items():
-        if isinstance(v, float):
-            if not math.isfinite(v):
-                raise ParameterError(f"parameter {k}={v}: a parameter must be a finite number")
-        elif isinstance(v, Decimal) and not v.is_finite():
-            raise ParameterError(f"parameter {k}={v}: a parameter must be a finite number")
-        elif not isinstance(v, (bool, int, float, Decimal, str)):
-            raise ParameterError(f"parameter {k}={v!r}: give a number, a string or a boolean")
-        problem = number_range_error(v)
-        if problem:
-            raise ParameterError(f"parameter {k}: {problem}")
-        out[k] = v
-    return out
+def _unique_types(positions: dict[str, Position]) -> list[str]:
+    """The types that name one position each: a variable may be written so."""
+    types = [p.type for p in positions.values()]
+    return [t for t in dict.fromkeys(types) if types.count(t) == 1]
 
 
 def _seconds(d: A.Duration) -> Decimal:
@@ -168,7 +104,9 @@ class _Checker:
         self.params = params
         self.strict = strict
         self.schema = schema
-        self.unbound: list[str] = []
+        self.unbound: list[str] = []  # read without a value, when values may come later
+        self.read: list[str] = []  # every name read as a parameter
+        self.missing = None  # (name, place) of the first read without a value, when values are required
 
     def column(self, attr: str, shown: str, pos) -> str:
         if self.schema is None:
@@ -176,8 +114,8 @@ class _Checker:
         found = self.schema.lookup(attr)
         if found is None:
             raise SchemaError(
-                f"column '{attr}' ({shown}{', ' + str(pos) if pos else ''}) is not in the input; "
-                f"its columns are: {', '.join(self.schema.names())}"
+                f"column '{attr}' ({shown}{', ' + str(pos) if pos else ''}) is not in the input"
+                f"{did_you_mean(attr, self.schema.names())}; its columns are: {', '.join(self.schema.names())}"
             )
         return found[0]
 
@@ -213,15 +151,13 @@ class _Checker:
                     raise QuerySemanticError(
                         f"'{n}' is an event variable, not a value; compare one of its attributes, e.g. {n}.x", e.pos
                     )
+                if n not in self.read:
+                    self.read.append(n)
                 if n in self.params:
                     return _value_class(self.params[n])
                 if self.strict:
-                    raise QuerySemanticError(
-                        f"unbound parameter '{n}': give it a value with --param {n}=<value> "
-                        "(or, if it is meant to be an attribute, write it as var.attr)",
-                        e.pos,
-                    )
-                if n not in self.unbound:
+                    self.missing = self.missing or (n, e.pos)  # refused with the parameters given (`check_given`)
+                elif n not in self.unbound:
                     self.unbound.append(n)
                 return OTHER
             case A.Neg(operand=x):
@@ -292,6 +228,7 @@ def bind(
     _check_time_col(schema, time_col)
     if q.where is not None:
         checker.expr(q.where)
+    check_given(params, checker.read, checker.missing)
     group_by = tuple(checker.key(c) for c in q.group_by)
     window = bind_window(q)
     kind = ir.Kind.AGGREGATION if q.is_aggregation else ir.Kind.DETECTION
@@ -321,6 +258,12 @@ def bind(
     )
 
 
+def parameters_read(q: A.Query) -> tuple[str, ...]:
+    """The names the query reads as parameters (bare names that are no
+    variable or type), in the order it reads them."""
+    return bind(q, {}, strict_params=False).unbound
+
+
 def _check_time_col(schema: Schema | None, time_col: str) -> None:
     """The time column is in the input and holds times or numbers."""
     if schema is None:
@@ -328,8 +271,8 @@ def _check_time_col(schema: Schema | None, time_col: str) -> None:
     found = schema.lookup(time_col)
     if found is None:
         raise SchemaError(
-            f"time column '{time_col}' is not in the input (columns: {', '.join(schema.names())}); "
-            "name it with --time-col"
+            f"time column '{time_col}' is not in the input{did_you_mean(time_col, schema.names())}; "
+            f"name it with --time-col (columns: {', '.join(schema.names())})"
         )
     if found[0] not in (NUMERIC, TIMESTAMP, OTHER):
         raise SchemaError(f"time column '{time_col}' is {found[1]}; it must be a timestamp or a number")
@@ -374,7 +317,8 @@ def _aggregate(agg: A.Aggregate, positions, checker: _Checker) -> ir.AggregateRe
     except QuerySemanticError as e:
         raise QuerySemanticError(
             f"{agg.func}({target}{'.' + agg.arg.attr if isinstance(agg.arg, A.Attr) else ''}) aggregates over "
-            f"unknown type or variable '{target}'; the pattern has {', '.join(positions)}",
+            f"unknown type or variable '{target}'{did_you_mean(target, [*positions, *_unique_types(positions)])}; "
+            f"the pattern has {', '.join(positions)}",
             agg.arg.pos,
         ) from e
     if positions[var].negated:

@@ -19,6 +19,7 @@ from cetql.backends.inputs.sources import is_path
 from cetql.backends.spark.resources import default_resources
 from cetql.base.errors import ArgumentTypeError, InputNotFoundError, QueryError, UnknownTypeError, UsageError, spoken
 from cetql.base.options import RunOptions, option_names, unknown_keyword
+from cetql.base.words import did_you_mean
 from cetql.language import ast as A
 from cetql.language.parser import parse
 from cetql.planner.explain import explain_json, explain_text
@@ -26,7 +27,8 @@ from cetql.planner.logical.plan import Inputs, Resources
 from cetql.planner.physical.plan import PhysicalPlan
 from cetql.planner.planning import plan
 from cetql.planner.semantics import ir
-from cetql.planner.semantics.bind import bind, check_params
+from cetql.planner.semantics.bind import bind
+from cetql.planner.semantics.parameters import check_params
 from cetql.planner.semantics.schema import Schema
 from cetql.surfaces.api.engines import OFFERED
 from cetql.surfaces.arguments import query_text
@@ -45,7 +47,9 @@ def compile(  # noqa: A001 - the public name users expect
 ) -> CompiledQuery:
     """Compile query text into a plan.  Parameters missing from `params` are
     listed in `query.unbound` (and refused when it runs) unless
-    `strict_params` makes them an error now.  Keywords are run options
+    `strict_params` makes them an error now; a parameter in `params` the
+    query does not read is refused by name (`ParameterError`), with the
+    nearest name it reads.  Keywords are run options
     (`trends=`, `strategy=`, `time_col=`, …; see `RunOptions`): what they
     make impossible is refused here, before any data is read.  Without
     `inputs` and `resources`, the plan assumes them (`explain()` says what)."""
@@ -109,8 +113,9 @@ class CompiledQuery:
         or a table/view name for a single-type stream, or a dict
         {type name: one of those}; typed inputs may also be keywords named
         after the pattern's types (`Check=df`).  Other keywords are run
-        options (see `RunOptions`); anything else is refused by name.  A
-        path that does not exist is refused before Spark is asked.
+        options (see `RunOptions`); anything else is refused by name, as is
+        a parameter in `params` the query does not read.  A path that does
+        not exist is refused before Spark is asked.
         Streaming DataFrames give a streaming result: `watermark` ("10
         minutes", or a number in the time column's units; default 0) is how
         far behind the latest event time a window may still receive events."""
@@ -125,7 +130,7 @@ class CompiledQuery:
                 raise ArgumentTypeError(unknown_keyword(k, option_names(), types))
         opts = RunOptions.of(options or self.options, **opts)
         merged = {**dict(self.params), **check_params(_param_dict(params))}
-        if set(self.query.unbound) - set(merged):  # refused now, before Spark reads anything
+        if params or set(self.query.unbound) - set(merged):  # refused now, before Spark reads anything
             try:
                 bind(self.ast, merged, None, strict_params=True, time_col=opts.time_col)
             except QueryError as e:
@@ -174,8 +179,8 @@ def check_inputs(data, types: tuple[str, ...] | None = None) -> None:
     given = dict(data) if isinstance(data, dict) else ({None: data} if data is not None else {})
     unknown = sorted(str(k) for k in given if k is not None and types is not None and k not in types)
     if unknown:
-        raise UnknownTypeError(f"input bound to type(s) {', '.join(unknown)} that the pattern does not use "
-                               f"(its types: {', '.join(types)})")  # fmt: skip
+        raise UnknownTypeError(f"input bound to type(s) {', '.join(unknown)} that the pattern does not use"
+                               f"{did_you_mean(unknown[0], types)} (its types: {', '.join(types)})")  # fmt: skip
     for name, value in given.items():
         where = f"input {name}" if name else "the input"
         if isinstance(value, (str, Path)):

@@ -21,6 +21,7 @@ from cetql.backends.spark.resources import session_resources
 from cetql.backends.spark.session import get_spark
 from cetql.backends.spark.streaming import compile_stream
 from cetql.base.errors import SchemaError, UsageError
+from cetql.base.words import did_you_mean
 from cetql.planner.logical.plan import Delay, Inputs
 from cetql.planner.physical.kernel import kernel_spec
 from cetql.planner.physical.plan import PhysicalPlan
@@ -74,15 +75,16 @@ def execute(compiled, data, typed: dict, *, spark, options, watermark=None) -> E
     unknown = set(known.types) - pattern_types
     if unknown:
         raise UsageError(
-            f"input bound to type(s) {', '.join(sorted(unknown))} that the pattern does not use "
-            f"(its types: {', '.join(sorted(pattern_types))})"
+            f"input bound to type(s) {', '.join(sorted(unknown))} that the pattern does not use"
+            f"{did_you_mean(min(unknown), pattern_types)} (its types: {', '.join(sorted(pattern_types))})"
         )
     if options.id_col is not None:
         for name, inp in inputs.items():
             if options.id_col not in inp.df.columns:
                 where = f"input {name}" if name else "the input"
                 raise SchemaError(
-                    f"id column '{options.id_col}' is not in {where} (columns: {', '.join(inp.df.columns)})"
+                    f"id column '{options.id_col}' is not in {where}{did_you_mean(options.id_col, inp.df.columns)} "
+                    f"(columns: {', '.join(inp.df.columns)})"
                 )
     return Execution(plan(compiled, known, session_resources(spark), OFFERED), inputs, spark, compiled.source)
 

@@ -10,22 +10,24 @@
 Everything that can be refused without data is refused before Spark
 starts.  Exit status: 0 ok; 2 a query, schema, parameter or usage error; 1 a
 failed Spark job; 130 cancelled (Ctrl-C).  Every error is one line (a query
-error also shows its line and a caret), never a traceback.
+error also shows its line and a caret), never a traceback; a misspelt
+option, keyword or name is answered with the one meant (`parsing`,
+`base.words`).
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
 
 from cetql.backends.spark.session import log_path
-from cetql.base.errors import CetqlError, QueryError, QuerySyntaxError
+from cetql.base.errors import CetqlError, QueryError, QuerySyntaxError, UsageError
 from cetql.base.options import OutputMode
 from cetql.base.version import VERSION as __version__
 from cetql.surfaces.cli.compile import cmd_compile
 from cetql.surfaces.cli.flags import _common
+from cetql.surfaces.cli.parsing import Parser, parse
 from cetql.surfaces.cli.run import EXIT_CANCELLED, cmd_run
 from cetql.surfaces.cli.said import cancel as _cancel
 from cetql.surfaces.draw import command as draw
@@ -39,8 +41,9 @@ EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
 MAX_LIMIT = 2**31 - 1  # Spark's limit is a 32-bit number
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cetql", description="Complete Event Trend queries on Apache Spark.")
+def build_parser() -> Parser:
+    """The command line of every command: one `Parser` (`parsing`), the commands' made by its subparsers."""
+    parser = Parser(prog="cetql", description="Complete Event Trend queries on Apache Spark.")
     parser.add_argument("--version", action="version", version=f"cetql {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -98,6 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 0:
+        raise UsageError("--limit must be zero (all rows) or positive")
+    if limit is not None and limit > MAX_LIMIT:
+        raise UsageError(f"--limit must be at most {MAX_LIMIT:,} (0 prints every row)")
+
+
 def _json_error(kind: str, message: str, pos=None) -> str:
     import json
 
@@ -125,14 +135,14 @@ def _quiet_python_logging(verbose: bool) -> None:
 def main(argv: list[str] | None = None, *, only_in_process: bool = False) -> int:
     """The command; `only_in_process`: a run whose plan is Spark's returns
     `serve.state.NOT_HERE` at once, having said and written nothing (`surfaces.serve.runner`)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parse(build_parser(), sys.argv[1:] if argv is None else list(argv))
+        _check_limit(getattr(args, "limit", None))
+    except UsageError as e:  # before anything is read or started: one line, status 2
+        print(e.render(), file=sys.stderr)
+        return e.exit_code
     args.only_in_process = only_in_process
     _quiet_python_logging(getattr(args, "verbose", False))
-    if (getattr(args, "limit", None) or 0) < 0:
-        parser.error("--limit must be zero (all rows) or positive")
-    if getattr(args, "limit", 0) is not None and getattr(args, "limit", 0) > MAX_LIMIT:
-        parser.error(f"--limit must be at most {MAX_LIMIT:,} (0 prints every row)")
     as_json = getattr(args, "format", None) == "json" and args.command == "compile"
     try:
         return args.func(args)

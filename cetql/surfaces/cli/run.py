@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from cetql.base.errors import SchemaError, UsageError
 from cetql.base.options import Engine, OutputFormat, OutputMode, Sink
+from cetql.base.words import did_you_mean
 from cetql.surfaces.api.query import check_inputs, compile
 from cetql.surfaces.arguments import parse_inputs, parse_params, read_query
 from cetql.surfaces.cli.flags import known_inputs, run_options
@@ -108,5 +109,6 @@ def _show_attrs(text: str | None, inputs=None):
     names = inputs.schema.names() if inputs is not None and inputs.schema is not None else None
     missing = [a for a in attrs if names is not None and a not in names]
     if missing:
-        raise SchemaError(f"--show: no column {missing[0]} in the input (columns: {', '.join(names)})")
+        raise SchemaError(f"--show: no column {missing[0]} in the input{did_you_mean(missing[0], names)} "
+                          f"(columns: {', '.join(names)})")  # fmt: skip
     return attrs

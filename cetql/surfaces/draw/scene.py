@@ -6,6 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from cetql.base.errors import UsageError
+from cetql.base.words import did_you_mean
 from cetql.surfaces.draw import layout
 from cetql.surfaces.draw.group import MOST_TRENDS, Run
 from cetql.surfaces.draw.times import time_text
@@ -21,8 +22,9 @@ def _values(execution, ids: list, attrs: tuple[str, ...], flag: str) -> dict:
     events, id_col = execution.events()
     missing = [a for a in attrs if a not in events.columns]
     if missing:
-        known = ", ".join(dict.fromkeys(c for i in execution.inputs.values() for c in i.df.columns))
-        raise UsageError(f"{flag}: no column {missing[0]} in the input (columns: {known})")
+        known = list(dict.fromkeys(c for i in execution.inputs.values() for c in i.df.columns))
+        raise UsageError(f"{flag}: no column {missing[0]} in the input{did_you_mean(missing[0], known)} "
+                         f"(columns: {', '.join(known)})")  # fmt: skip
     rows = events.filter(events[id_col].isin(ids)).select(id_col, *attrs).collect()
     return {r[id_col]: r.asDict() for r in rows}
 

@@ -36,8 +36,11 @@ from cetql.backends.spark.results import SparkRows
 from cetql.backends.spark.session import get_spark
 from cetql.base.errors import CetqlError, QueryError, UsageError, spoken
 from cetql.base.options import OutputFormat, OutputMode, RunOptions
+from cetql.base.words import closest
+from cetql.language.parser import parse
 from cetql.planner.explain import explain_text
-from cetql.planner.semantics.bind import parse_param
+from cetql.planner.semantics.bind import parameters_read
+from cetql.planner.semantics.parameters import parse_param
 from cetql.surfaces.api.query import compile
 from cetql.surfaces.api.runtime import read_input
 from cetql.surfaces.output import FILE, FOLDER, resolve_output, write
@@ -55,7 +58,7 @@ HELP = """\
 A query ends with ';' or a blank line.  Commands:
   :input [TYPE=]PATH   read events from PATH (CSV, Parquet, JSON lines, a folder, or a table/view);
                        TYPE=PATH binds an input to one event type; ':input' alone lists the inputs
-  :param NAME=VALUE    bind a query parameter; ':param' alone lists them
+  :param NAME=VALUE    bind a query parameter, for the queries that read it; ':param' alone lists them
   :schema              the inputs' columns and types
   :explain [QUERY]     the plan of QUERY (default: the last query), as `cetql compile --explain`
   :load FILE           run the query in FILE
@@ -275,8 +278,17 @@ class Shell:
         """The query planned for the REPL's inputs (as far as known without
         Spark) and its session's resources — what :explain shows; running it
         plans again, through the same function, with the inputs as read."""
-        return compile(text, self.params, options=self.options, inputs=self._known(), resources=self._resources(),
-                       strict_params=True)  # fmt: skip
+        return compile(text, self._params_for(text), options=self.options, inputs=self._known(),
+                       resources=self._resources(), strict_params=True)  # fmt: skip
+
+    def _params_for(self, text: str) -> dict[str, object]:
+        """The shell's parameters a query is given: those it reads — one it
+        does not read may be for another query, and is not refused (`cetql
+        run --param` refuses it) — and one near a name it reads without a
+        value, refused by name as the misspelling of it."""
+        read = parameters_read(parse(text))
+        lacking = [n for n in read if n not in self.params]
+        return {k: v for k, v in self.params.items() if k in read or closest(k, lacking) is not None}
 
     def _resources(self):
         return session_resources(self._spark) if self._spark is not None else default_resources()
