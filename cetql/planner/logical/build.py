@@ -11,8 +11,8 @@ fails here, naming both, rather than later on a missing value.
 from __future__ import annotations
 
 from cetql.base.errors import SchemaError
-from cetql.base.words import did_you_mean
 from cetql.base.options import RunOptions, Sharing
+from cetql.base.words import did_you_mean
 from cetql.planner.logical.plan import (
     Aggregate,
     Detect,
