@@ -257,3 +257,20 @@ def test_naive_timestamps_are_utc_instants(tmp_path):
         assert _run(tmp_path / name, table, "--id-col", "id") == 0
         got[name] = pq.read_table(tmp_path / name / "out").to_pylist()
     assert got["naive"] == got["zoned"] and got["naive"]
+
+
+@pytest.mark.parametrize("output", [False, True])
+def test_an_embedded_run_never_loads_pyspark(tmp_path, output):
+    """The README's first command, printed or written, in a fresh process:
+    pyspark is never imported (its import alone costs more than the run)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    argv = ["run", str(root / "examples" / "kiting.cet"), "--input", str(root / "examples" / "data" / "checks.csv"),
+            "--id-col", "id", "--no-serve", *(["--output", str(tmp_path / "out")] if output else [])]  # fmt: skip
+    code = (f"import sys; from cetql.surfaces.cli.launch import main; sys.argv = ['cetql', *{argv!r}]; "
+            "status = main(); print('loaded', status, sorted(m for m in ('pyspark', 'py4j') if m in sys.modules), "
+            "file=sys.stderr)")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert done.stderr.strip().splitlines()[-1] == "loaded 0 []", done.stderr[-2000:]

@@ -41,3 +41,56 @@ def test_console_script_resolves():
     out = subprocess.run([sys.executable, "-c", f"from {script.module} import {script.attr}"], capture_output=True,
                          text=True)  # fmt: skip
     assert out.returncode == 0, out.stderr
+
+
+def _wheel_venv(tmp_path):
+    """A fresh virtual environment with cetql installed from its wheel (not
+    editable): the dependencies come from the suite's environment (a .pth
+    naming its site-packages), cetql only from the wheel."""
+    import site
+    import sysconfig
+    import zipfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", str(root), "--no-deps", "-q", "-w",
+                            str(tmp_path / "dist")], capture_output=True, text=True)  # fmt: skip
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = (tmp_path / "dist").glob("cetql-*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = Path(subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()"
+                                   "['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())  # fmt: skip
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(purelib)
+    deps = [p for p in site.getsitepackages() + [sysconfig.get_paths()["purelib"]] if Path(p).is_dir()]
+    (purelib / "suite_deps.pth").write_text("\n".join(dict.fromkeys(deps)) + "\n")
+    return venv / "bin" / "python", purelib
+
+
+def test_the_wheel_runs_the_readme_first_command_and_a_parquet_run(tmp_path):
+    """Every package is in the wheel: the README's first command (CSV in, a
+    table out) and a Parquet run written as Parquet, from a non-editable
+    install, on the embedded engine, no Spark."""
+    from pathlib import Path
+
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    python, purelib = _wheel_venv(tmp_path)
+    root = Path(__file__).resolve().parents[2]
+    work = tmp_path / "work"
+    work.mkdir()
+    where = subprocess.run([str(python), "-c", "import cetql; print(cetql.__file__)"], cwd=work, capture_output=True,
+                           text=True, check=True).stdout  # fmt: skip
+    assert where.startswith(str(purelib)), where
+    run = [str(python), "-m", "cetql", "run", str(root / "examples" / "kiting.cet"), "--id-col", "id", "--no-serve"]
+    out = subprocess.run([*run, "--input", str(root / "examples" / "data" / "checks.csv")], cwd=work,
+                         capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("\n") == 3772 and "3,771 trends" in out.stderr
+    pq.write_table(pcsv.read_csv(root / "examples" / "data" / "checks.csv"), work / "checks.parquet")
+    out = subprocess.run([*run, "--input", "checks.parquet", "--output", "trends"], cwd=work, capture_output=True,
+                         text=True)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert pq.read_table(work / "trends").num_rows == 3771

@@ -40,6 +40,21 @@ def check_append_format(given: str, folder: Path, fmt: OutputFormat) -> None:
                                  f"folder of {fmt.value.upper()} results — write to another path")  # fmt: skip
 
 
+_SIMPLE = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint"}
+
+
+def simple_string(t) -> str:
+    """A type of Spark's schema JSON (its Parquet footers) as Spark's
+    `simpleString` names it, without pyspark."""
+    if isinstance(t, str):
+        return _SIMPLE.get(t, t)
+    if t["type"] == "array":
+        return f"array<{simple_string(t['elementType'])}>"
+    if t["type"] == "map":
+        return f"map<{simple_string(t['keyType'])},{simple_string(t['valueType'])}>"
+    return "struct<" + ",".join(f"{f['name']}:{simple_string(f['type'])}" for f in t["fields"]) + ">"
+
+
 def _shape(fields) -> list[tuple[str, str]]:
     return [(f.name, f.dataType.simpleString()) for f in fields]
 
@@ -52,12 +67,11 @@ def existing_shape(folder: Path, fmt: OutputFormat) -> tuple[list[tuple[str, str
         return None
     if fmt == OutputFormat.PARQUET:
         import pyarrow.parquet as pq
-        from pyspark.sql.types import StructType
 
         schema = pq.read_schema(files[0])
         spark_json = (schema.metadata or {}).get(b"org.apache.spark.sql.parquet.row.metadata")
         if spark_json is not None:
-            return _shape(StructType.fromJson(json.loads(spark_json))), True
+            return [(f["name"], simple_string(f["type"])) for f in json.loads(spark_json)["fields"]], True
         return [(name, None) for name in schema.names], True
     if fmt == OutputFormat.CSV:
         with open(files[0], newline="", encoding="utf-8-sig") as fh:
