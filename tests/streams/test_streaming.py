@@ -384,7 +384,7 @@ def test_explain_prints_the_stream_plan_that_runs(streams, tmp_path, monkeypatch
     # compile assumed the resources, and plans for `cetql run` (its engine: Spark, the input a stream)
     ran = {k: v for k, v in to_data(execution.plan).items() if k not in ("assumed", "engine")}
     assert execution.streaming and ran == {k: v for k, v in printed.items() if k not in ("assumed", "engine")}
-    assert printed["engine"]["reason"] == "default: the input is a stream"
+    assert printed["engine"]["reason"] == "not the embedded engine (DuckDB): the input is a stream"
     assert from_data(printed).stream == execution.plan.stream
     op = execution.plan.stream
     assert (op.key, op.watermark_ms, op.clock) == (execution.plan.partition.group, 3000, 1000)

@@ -132,7 +132,8 @@ def test_a_run_writes_the_archive_and_the_next_maps_it(tmp_path):
     work.mkdir()
     env = spark_env(CETQL_CACHE_DIR=str(cache), CETQL_LOG_DIR=str(tmp_path), XDG_RUNTIME_DIR=str(tmp_path))
     env.pop("CETQL_CLASS_ARCHIVE", None)
-    args = [KITING, "--input", CHECKS, "--id-col", "id", "--format", "csv", "--limit", "0", "--no-serve"]
+    args = [KITING, "--input", CHECKS, "--id-col", "id", "--format", "csv", "--limit", "0", "--no-serve", "--engine",
+            "spark"]  # fmt: skip
     began = time.monotonic()
     first = _run(args, env, work)
     print(f"the run that writes the archive: {time.monotonic() - began:.1f} s")
@@ -198,7 +199,8 @@ def test_run_uses_a_running_serve(spark, capsys, tmp_path):
         while not state.exists():
             assert time.monotonic() < deadline, "cetql serve wrote no state file"
             time.sleep(0.2)
-        args = ["run", str(KITING), "--input", str(CHECKS), "--id-col", "id", "--format", "csv", "--limit", "0"]
+        args = ["run", str(KITING), "--input", str(CHECKS), "--id-col", "id", "--format", "csv", "--limit", "0",
+                "--engine", "spark"]  # a plan for Spark: the serve's Connect server runs it
         assert main(args) == 0  # this process's own session: no server is looked for
         local = _rows(capsys.readouterr().out)
         work = tmp_path / "work"
@@ -231,7 +233,7 @@ def test_run_uses_a_running_serve(spark, capsys, tmp_path):
         (work / "in").mkdir()
         pq.write_table(pcsv.read_csv(CHECKS), work / "in" / "part-0.parquet")  # 64-bit numbers: the local engine's
         to_files = [str(KITING), "--input", str(work / "in"), "--id-col", "id", "--output"]
-        assert main(["run", *to_files, str(work / "here"), "--engine", "local"]) == 0
+        assert main(["run", *to_files, str(work / "here"), "--engine", "embedded"]) == 0
         served = _run([*to_files, "out"], env, work)  # a relative path: the client's working folder
         assert f"using cetql serve's warm process (pid {server.pid})" in served.stderr, served.stderr
         assert "wrote 3,771 trends to out (parquet)" in served.stdout, served.stdout

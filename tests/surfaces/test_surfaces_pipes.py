@@ -40,7 +40,7 @@ def _first(tmp_path, n: int) -> Path:
 
 
 def test_piped_output_carries_every_row_streamed(spark, capsys, monkeypatch):
-    """The README's kiting example with standard output not a terminal: a
+    """The README's kiting example on Spark with standard output not a terminal: a
     header and as many CSV lines as the README says (3,771), each ending in `\\n`, the summary on standard
     error without a cut — and no `collect()` brought more than a few rows to
     the driver (the rows came through `toLocalIterator`)."""
@@ -60,7 +60,7 @@ def test_piped_output_carries_every_row_streamed(spark, capsys, monkeypatch):
 
     monkeypatch.setattr(frame, "collect", counting_collect)
     monkeypatch.setattr(frame, "toLocalIterator", counting_iterator)
-    code = main(["run", str(KITING), "--input", str(CHECKS), "--id-col", "id"])
+    code = main(["run", str(KITING), "--input", str(CHECKS), "--id-col", "id", "--engine", "spark"])
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "\r" not in out and out.endswith("\n")

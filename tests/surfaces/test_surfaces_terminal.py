@@ -214,7 +214,8 @@ def test_progress_is_gone_before_the_table_in_a_narrow_terminal(spark, monkeypat
     monkeypatch.setattr("sys.stdout", out)
     monkeypatch.setattr("sys.stderr", err)
     try:
-        code = main(["run", str(ROOT / "examples" / "kiting.cet"), "--input", str(data), "--id-col", "id"])
+        code = main(["run", str(ROOT / "examples" / "kiting.cet"), "--input", str(data), "--id-col", "id", "--engine",
+                     "spark"])  # Spark's progress line  # fmt: skip
     finally:
         out.flush()
         err.flush()

@@ -36,9 +36,18 @@ class EmbeddedRows:
         self._con = result.connection
         self._zone = zone_of(zone)
         self._order = order
-        self._con.register("__cetql_kernel_out", pa.RecordBatchReader.from_batches(result.schema, result.batches))
-        self._con.execute(f"CREATE TEMP TABLE {RESULT} AS SELECT * FROM __cetql_kernel_out").fetchall()
-        self._con.unregister("__cetql_kernel_out")
+        self._gather(result)
+
+    def _gather(self, result: Result) -> None:
+        """The kernels' batches into a table, pulled here (an error a kernel
+        raises is raised in this process as it was, not inside DuckDB)."""
+        con = self._con
+        con.register("__cetql_batch", pa.Table.from_batches([], schema=result.schema))
+        con.execute(f"CREATE TEMP TABLE {RESULT} AS SELECT * FROM __cetql_batch").fetchall()
+        for batch in result.batches:
+            con.register("__cetql_batch", pa.Table.from_batches([batch], schema=result.schema))
+            con.execute(f"INSERT INTO {RESULT} SELECT * FROM __cetql_batch").fetchall()
+        con.unregister("__cetql_batch")
 
     def _plain(self, v):
         if isinstance(v, dt.datetime) and v.tzinfo is not None:

@@ -148,8 +148,6 @@ def stateful(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
         out_schema = process.detect_schema(spec.kernel, arrow)
     else:
         out_schema = process.aggregate_schema(spec.kernel, arrow)
-    if plan.query.window.tumbling:  # batch's window column is nullable there (a stream's blocks are not): the same schema
-        out_schema = out_schema.set(0, out_schema.field(0).with_nullable(True))
     rows = answered.filter(F.col("blob").isNotNull()).select("blob")
     rows = rows.mapInArrow(S.unpack_fn(out_schema), from_arrow_schema(out_schema))
     return _output(plan, rows)
