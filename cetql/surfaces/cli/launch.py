@@ -1,11 +1,16 @@
 """The `cetql` command's first step: a `cetql run` that a running `cetql
 serve` of this Python and cetql can take is handed to it, whole, before
-this process imports the compiler.
+this process imports the compiler.  Only a serve of this user's is
+trusted with a run, its streams and its environment (docs/security.md): its state folder, state file and
+socket owned by this user and writable by no one else, the process on the
+socket's other end running as this user (`state.connect_runner`); anything
+else is ignored, with one line of warning, and the run goes on here.
 
 The serve's process keeps the compiler, the kernels and their compiled
 loops loaded; for each run it forks a child that takes this process's
 standard input, output and error (passed over a Unix socket), its working
-folder and its environment, and runs the command as `cetql.cli.main` would
+folder and the part of its environment a run reads (`state.HANDED_ENV`),
+and runs the command as `cetql.cli.main` would
 — only if the plan runs in process (`--engine`, `physical.engine`): a plan
 for Spark comes back undone (`NOT_HERE`) and runs here as usual (on the
 serve's Spark Connect server, unless --no-serve).  Ctrl-C and SIGTERM here
@@ -25,7 +30,7 @@ import signal
 import socket
 import sys
 
-from cetql.surfaces.serve.state import NOT_HERE, runner_socket
+from cetql.surfaces.serve.state import NOT_HERE, connect_runner, handed_env, runner_socket
 
 _SPARK_FLAGS = ("--no-serve", "--master", "--remote", "--stream", "--help", "-h")
 
@@ -73,14 +78,14 @@ def handed_over(argv: list[str]) -> int | None:
     """The exit status of the run as the serve's child ran it, or None when
     it did not (no serve, it refused, or the plan runs on Spark)."""
     path = runner_socket()
-    if path is None:
+    conn = connect_runner(path) if path is not None else None
+    if conn is None:
         return None
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        conn.connect(str(path))
         mask = os.umask(0o022)
         os.umask(mask)
-        request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask}).encode()
+        env = handed_env(os.environ)
+        request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": env, "umask": mask}).encode()
         fds = [sys.stdin.fileno(), sys.stdout.fileno(), sys.stderr.fileno()]
         socket.send_fds(conn, [len(request).to_bytes(8, "big") + request], fds)
     except (OSError, ValueError):  # gone, or no standard streams to pass
