@@ -74,9 +74,10 @@ def _check_master(master: str, *, hint: str = " (for Spark Connect, use --remote
 
 
 def get_spark(master: str | None = None, *, remote: str | None = None, verbose: bool = False,
-              shuffle_partitions: int | None = None, time_zone: str = "UTC"):  # fmt: skip
+              shuffle_partitions: int | None = None, time_zone: str = "UTC", token_for=None):  # fmt: skip
     """A Spark session: Connect when `remote` (or SPARK_REMOTE without a
-    master) is given, the active session when no master is, else a new one.
+    master) is given (with the token `token_for(host, port)` gives a server
+    there: `serve.state.token_for`), the active session when no master is, else a new one.
     A session cetql starts has `time_zone` as its session time zone (the
     reader names its zone to Spark itself, so the active session's own zone
     never changes what an input means)."""
@@ -92,7 +93,7 @@ def get_spark(master: str | None = None, *, remote: str | None = None, verbose: 
         remote = os.environ.get("SPARK_REMOTE") or None
         origin = "SPARK_REMOTE"
     if remote is not None:
-        spark = _connect(remote, origin)
+        spark = _connect(remote, origin, token_for)
         _set_time_zone(spark, time_zone)
         return spark
     active = SparkSession.getActiveSession()
