@@ -25,6 +25,13 @@ def connect_address(remote: str, origin: str = "--remote") -> tuple[str, int]:
     return host, int(port) if port else 15002
 
 
+def shown_address(remote: str) -> str:
+    """A Connect address as a message shows it: a token in it is not shown."""
+    import re
+
+    return re.sub(r";token=[^;]*", ";token=…", remote)
+
+
 def _reachable(remote: str, origin: str = "--remote", timeout: float = 10) -> None:
     """A one-line error now, where the Connect client would retry for many
     minutes against a server that is not there."""
@@ -36,7 +43,7 @@ def _reachable(remote: str, origin: str = "--remote", timeout: float = 10) -> No
             return
     except OSError as e:
         reason = e.strerror or type(e).__name__
-    raise CetqlError(f"cannot reach the Spark Connect server at {remote}: {reason.lower()} "
+    raise CetqlError(f"cannot reach the Spark Connect server at {shown_address(remote)}: {reason.lower()} "
                      "(is `cetql serve` or another Connect server running there?)")  # fmt: skip
 
 
@@ -61,7 +68,7 @@ def _connect(remote: str, origin: str = "--remote", token_for=None):
         raise CetqlError(f"Spark Connect needs the pyspark[connect] packages ({e.name} is missing)") from None
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CetqlError(f"cannot reach the Spark Connect server at {remote}: {first}") from None
+        raise CetqlError(f"cannot reach the Spark Connect server at {shown_address(remote)}: {first}") from None
     return spark
 
 
