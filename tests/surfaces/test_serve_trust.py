@@ -183,11 +183,12 @@ def test_a_connect_address_of_this_users_serve_gets_its_token(monkeypatch):
         return "T" if port == 15002 else None
 
     assert with_token("sc://127.0.0.1:15002", token_for) == "sc://localhost:15002/;token=T"
-    assert with_token("sc://127.0.0.1:15002/;session_id=abc", token_for) == "sc://localhost:15002/;token=T;session_id=abc"
+    with_session = "sc://localhost:15002/;token=T;session_id=abc"
+    assert with_token("sc://127.0.0.1:15002/;session_id=abc", token_for) == with_session
     assert with_token("sc://127.0.0.1:15003", token_for) == "sc://127.0.0.1:15003"
     assert with_token("sc://localhost:15002/;token=mine", token_for) == "sc://localhost:15002/;token=mine"
     assert with_token("sc://127.0.0.1:15002", None) == "sc://127.0.0.1:15002"
-    assert shown_address("sc://localhost:15002/;token=T;session_id=abc") == "sc://localhost:15002/;token=…;session_id=abc"
+    assert shown_address(with_session) == "sc://localhost:15002/;token=…;session_id=abc"  # no message shows it
 
 
 # ---------------------------------------------------------------- another user's files and sockets
@@ -246,9 +247,10 @@ while True:
 
 def _plant(folder: Path, sock_mode: int = 0o666) -> tuple[subprocess.Popen, int]:
     """nobody's planter, planting in `folder`, ready; (the process, its TCP port)."""
-    planter = subprocess.Popen([*NOBODY, sys.executable, "-I", "-c", PLANTER, str(folder),
-                                json.dumps(serve_state.identity()), oct(sock_mode)],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    command = [*NOBODY, sys.executable, "-I", "-c", PLANTER, str(folder), json.dumps(serve_state.identity()),
+               oct(sock_mode)]  # fmt: skip
+    planter = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)  # fmt: skip
     if not select.select([planter.stdout], [], [], 60)[0]:
         planter.kill()
         pytest.fail(f"the planter did not start: {planter.communicate()[1][-2000:]}")

@@ -206,9 +206,10 @@ def test_run_uses_a_running_serve(spark, capsys, tmp_path):
                                   f"S.builder.remote('sc://127.0.0.1:{port}').getOrCreate().range(1).count()"],
                                  capture_output=True, text=True, env=spark_env(), timeout=120)  # fmt: skip
         assert refused.returncode != 0 and "UNAUTHENTICATED" in refused.stderr, refused.stderr[-2000:]
-        elsewhere = subprocess.run([sys.executable, "-m", "cetql", "run", str(KITING), "--input", str(CHECKS), "--id-col",
-                                    "id", "--remote", f"sc://127.0.0.1:{port}"], capture_output=True, text=True,
-                                   env={**env, "XDG_RUNTIME_DIR": str(tmp_path / "cache")}, timeout=300)  # fmt: skip
+        elsewhere = subprocess.run([sys.executable, "-m", "cetql", "run", str(KITING), "--input", str(CHECKS),
+                                    "--id-col", "id", "--remote", f"sc://127.0.0.1:{port}"], capture_output=True,
+                                   text=True, env={**env, "XDG_RUNTIME_DIR": str(tmp_path / "cache")},
+                                   timeout=300)  # fmt: skip
         assert elsewhere.returncode == 1 and "Traceback" not in elsewhere.stderr, elsewhere.stderr[-2000:]
         assert f"server at sc://127.0.0.1:{port} refused this client: it takes only clients that send its token" \
             in elsewhere.stderr, elsewhere.stderr[-2000:]  # fmt: skip

@@ -197,8 +197,9 @@ def _set_time_zone(spark, time_zone: str, remote: str) -> None:
         spark.conf.set("spark.sql.session.timeZone", time_zone)
     except Exception as e:  # noqa: BLE001 - a server that refuses it: say so, in one line
         if "UNAUTHENTICATED" in str(e):
-            raise CetqlError(f"the Spark Connect server at {shown_address(remote)} refused this client: it takes only clients that "
-                             "send its token (a `cetql serve` of yours: run with the XDG_RUNTIME_DIR it runs with; "
-                             "another server: add ;token=… to the address; docs/security.md)") from None  # fmt: skip
+            raise CetqlError(f"the Spark Connect server at {shown_address(remote)} refused this client: it takes "
+                             "only clients that send its token (a `cetql serve` of yours: run with the "
+                             "XDG_RUNTIME_DIR it runs with; another server: add ;token=… to the address; "
+                             "docs/security.md)") from None  # fmt: skip
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CetqlError(f"the Spark Connect server refused the time zone {time_zone}: {first}") from None

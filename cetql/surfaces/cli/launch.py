@@ -1,18 +1,18 @@
 """The `cetql` command's first step: a `cetql run` that a running `cetql
 serve` of this Python and cetql can take is handed to it, whole, before
 this process imports the compiler.  Only a serve of this user's is
-trusted with a run, its streams and its environment (docs/security.md): its state folder, state file and
-socket owned by this user and writable by no one else, the process on the
-socket's other end running as this user (`state.connect_runner`); anything
-else is ignored, with one line of warning, and the run goes on here.
+trusted with a run, its streams and its environment (docs/security.md):
+its state folder, state file and socket owned by this user and writable by
+no one else, the process on the socket's other end running as this user
+(`state.connect_runner`); anything else is ignored, with one line of
+warning, and the run goes on here.
 
 The serve's process keeps the compiler, the kernels and their compiled
 loops loaded; for each run it forks a child that takes this process's
 standard input, output and error (passed over a Unix socket), its working
 folder and the part of its environment a run reads (`state.HANDED_ENV`),
-and runs the command as `cetql.cli.main` would
-— only if the plan runs in process (`--engine`, `physical.engine`): a plan
-for Spark comes back undone (`NOT_HERE`) and runs here as usual (on the
+and runs the command as `cetql.cli.main` would — only if the plan runs in
+process (`--engine`, `physical.engine`): a plan for Spark comes back undone (`NOT_HERE`) and runs here as usual (on the
 serve's Spark Connect server, unless --no-serve).  Ctrl-C and SIGTERM here
 are passed on to the child; if this process dies, the child is stopped.
 

@@ -221,7 +221,7 @@ def cmd_stream(args, text: str, options: RunOptions, params: dict, data, typed: 
     known = as_stream(known_inputs(data, typed, options.time_col), args.watermark)
     compiled = compile(text, params, options=options, inputs=known, strict_params=True)
     spark = get_spark(args.master, remote=args.remote, verbose=args.verbose, time_zone=options.time_zone,
-                          token_for=serve_state.token_for)
+                      token_for=serve_state.token_for)
     _ACTIVE["spark"] = spark
     streaming.configure(spark)
     try:

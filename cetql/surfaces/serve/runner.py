@@ -4,9 +4,10 @@ their compiled loops already loaded).
 
 A Unix socket beside the serve's state file, readable by its user only,
 takes one request a connection from a process of that user (`peer_uid`:
-another user's is refused, with one line on the serve's stderr): the client's standard input, output and
-error (file descriptors, SCM_RIGHTS), then its arguments, working folder
-and environment as JSON.  The child takes all of them, runs the command as
+another user's is refused, with one line on the serve's stderr): the
+client's standard input, output and error (file descriptors, SCM_RIGHTS),
+then its arguments, working folder and environment (of it, the child
+takes `state.HANDED_ENV` alone) as JSON.  The child takes all of them, runs the command as
 the CLI's main (only a plan that runs in process: else it exits with
 `state.NOT_HERE`, having said and written nothing) and its exit status
 goes back as one JSON line.  A byte from the client while it runs is a

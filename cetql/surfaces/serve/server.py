@@ -16,8 +16,9 @@ runtime directory, the user's alone, removed when it stops: `cetql run` of
 this user on this machine, with the same Python and cetql, finds it there
 (`running()`) and sends its query to it instead of starting a Spark of its
 own.  A file whose server is gone, or does not answer, is ignored; so is one
-of another user's, or in a folder others may write to (docs/security.md).  Runs whose plan runs in process (`--engine`) are handed whole to
-this process's warm runner (`cetql.runner`, `cetql.launch`) before the
+of another user's, or in a folder others may write to (docs/security.md).
+Runs whose plan runs in process (`--engine`) are handed whole to this
+process's warm runner (`cetql.runner`, `cetql.launch`) before the
 client imports the compiler.
 """
 
@@ -180,11 +181,7 @@ def cmd_serve(args, run_command) -> int:
         listening = True
         runner = _runner(args.port, run_command)
         state = write_state(url, args, server.pid, runner, token)
-        print(f"serving Spark Connect on {url} ({args.master}, up in {time.monotonic() - began:.1f} s)", flush=True)
-        print(f"  cetql run QUERY --input … --remote {url}   (or SPARK_REMOTE={url})", flush=True)
-        if token is not None and state is not None:
-            print(f"  other Connect clients: sc://localhost:{args.port}/;token=… (the token is in {state})", flush=True)
-        print(f"  Ctrl-C stops it; its log is {log}", flush=True)
+        _say_serving(url, args, time.monotonic() - began, log, state if token is not None else None)
         while server.poll() is None and not stopping["asked"]:
             time.sleep(0.3)
         if not stopping["asked"]:
@@ -204,6 +201,14 @@ def cmd_serve(args, run_command) -> int:
             out.close()
         if listening:
             print("server stopped", file=sys.stderr, flush=True)
+
+
+def _say_serving(url: str, args, took: float, log: Path, token_file: Path | None) -> None:
+    print(f"serving Spark Connect on {url} ({args.master}, up in {took:.1f} s)", flush=True)
+    print(f"  cetql run QUERY --input … --remote {url}   (or SPARK_REMOTE={url})", flush=True)
+    if token_file is not None:  # the token itself is never printed
+        print(f"  other Connect clients: sc://localhost:{args.port}/;token=… (the token is in {token_file})", flush=True)
+    print(f"  Ctrl-C stops it; its log is {log}", flush=True)
 
 
 def _cause(log: Path) -> str:
