@@ -274,3 +274,29 @@ def test_an_embedded_run_never_loads_pyspark(tmp_path, output):
             "file=sys.stderr)")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert done.stderr.strip().splitlines()[-1] == "loaded 0 []", done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    ("argv", "handed"),
+    [
+        (["run", "q.cet", "--input", "x.parquet", "--output", "o"], True),
+        (["run", "q.cet", "--input", "x.parquet", "--master=local[1]"], True),  # the serve's planner says Spark
+        (["run", "q.cet", "--input", "x.parquet", "--engine", "spark"], True),
+        (["run", "q.cet", "--input", "x.parquet", "--no-serve"], False),
+        (["run", "q.cet", "--input", "x.parquet", "--no-se"], False),  # argparse reads it as --no-serve
+        (["run", "q.cet", "--input", "x.parquet", "--strea"], False),
+        (["run", "-", "--input", "x.parquet"], False),
+        (["run", "/dev/stdin", "--input", "x.parquet"], False),
+        (["run", "-h"], False),
+        (["compile", "q.cet"], False),
+    ],
+)
+def test_what_is_handed_to_a_serve(argv, handed, monkeypatch):
+    """The launcher decides no engine: it keeps only what a serve cannot
+    take (standard input, a stream, SPARK_REMOTE, which is not handed over)."""
+    from cetql.surfaces.cli import launch
+
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    assert launch._may_hand_over(argv) is handed
+    monkeypatch.setenv("SPARK_REMOTE", "sc://localhost:15002")
+    assert launch._may_hand_over(argv) is False

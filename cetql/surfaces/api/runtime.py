@@ -27,6 +27,7 @@ from cetql.planner.physical.kernel import kernel_spec
 from cetql.planner.physical.plan import PhysicalPlan
 from cetql.planner.planning import plan
 from cetql.surfaces.api.engines import OFFERED
+from cetql.surfaces.serve.state import token_for
 
 
 @dataclass
@@ -64,7 +65,7 @@ class Execution:
 
 
 def execute(compiled, data, typed: dict, *, spark, options, watermark=None) -> Execution:
-    spark = spark or get_spark()
+    spark = spark or get_spark(token_for=token_for)
     inputs = resolve(spark, data, typed, options.time_zone)
     known = describe_inputs(inputs, options.time_col)
     if watermark is not None and not known.streaming:

@@ -37,6 +37,7 @@ from cetql.surfaces.draw.scene import _values, scene_of
 from cetql.surfaces.draw.times import _window_index, window_text
 from cetql.surfaces.output import resolve_output, write_file
 from cetql.surfaces.render import default_chain
+from cetql.surfaces.serve.state import token_for
 
 FORMATS = {".svg": "svg", ".png": "png"}
 
@@ -73,7 +74,7 @@ def cmd_draw(args) -> int:
                        strict_params=True)  # fmt: skip
     if compiled.kind != "detection":
         raise UsageError("cetql draw shows a detection query's trends; drop AGG/RETURN to draw its pattern")
-    spark = get_spark(args.master, remote=args.remote)
+    spark = get_spark(args.master, remote=args.remote, token_for=token_for)
     try:
         execution = compiled.execution(data, spark=spark, options=options, **typed)
         plan = execution.plan

@@ -5,6 +5,7 @@ from __future__ import annotations
 from cetql.base.errors import UsageError
 from cetql.surfaces.gen.scenarios import SCENARIOS
 from cetql.surfaces.gen.write import _target, generate
+from cetql.surfaces.serve.state import token_for
 
 
 def add_parser(subparsers) -> None:
@@ -37,7 +38,7 @@ def _cmd_gen(args) -> int:
     if events < 1:
         raise UsageError(f"--events must be positive, not {events}")
     _target(args.output, args.mode)  # refused before Spark starts
-    spark = get_spark(args.master)
+    spark = get_spark(args.master, token_for=token_for)
     result = generate(args.scenario, events, args.output, seed=args.seed, spark=spark, mode=args.mode)
     print(result["message"])
     return 0

@@ -38,6 +38,7 @@ from cetql.base.errors import UsageError
 from cetql.surfaces.gen.scenarios import SCENARIOS
 from cetql.surfaces.gen.values import N
 from cetql.surfaces.output import resolve_output, staged
+from cetql.surfaces.serve.state import token_for
 
 
 def _target(path, mode: str):
@@ -78,7 +79,7 @@ def frames(scenario: str, events: int, *, seed: int = 1, spark=None, partitions:
     if spark is None:
         from cetql.backends.spark.session import get_spark  # start-up cost: pyspark loads only when data is made
 
-        spark = get_spark()
+        spark = get_spark(token_for=token_for)
     base = spark.range(0, events, 1, partitions).withColumnRenamed("id", N)
     return SCENARIOS[scenario].build(base, int(seed))
 

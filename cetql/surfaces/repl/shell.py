@@ -46,6 +46,7 @@ from cetql.surfaces.api.runtime import read_input
 from cetql.surfaces.output import FILE, FOLDER, resolve_output, write
 from cetql.surfaces.progress import progress
 from cetql.surfaces.render import print_result, sort_columns
+from cetql.surfaces.serve.state import token_for
 
 KEYWORDS = (
     "PATTERN", "SEQ", "WHERE", "AND", "OR", "NOT", "NEXT", "WITHIN", "SLIDE", "RETURN", "AGG", "GROUP-BY",
@@ -120,7 +121,7 @@ class Shell:
 
         def run():
             try:
-                started.set_result(get_spark(self.master, remote=self.remote))
+                started.set_result(get_spark(self.master, remote=self.remote, token_for=token_for))
             except BaseException as e:  # reported when a query needs the session
                 started.set_exception(e)
 
