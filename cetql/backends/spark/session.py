@@ -26,6 +26,7 @@ import sys
 
 from cetql.backends.spark.archive import class_archive
 from cetql.backends.spark.connect import _connect, shown_address
+from cetql.backends.spark.gateway import launch
 from cetql.base.errors import CetqlError, UsageError
 from cetql.base.places import cache_dir, log_path  # noqa: F401 - also the session's names for them
 
@@ -161,11 +162,12 @@ def _classic(conf: dict, verbose: bool):
     for k, v in conf.items():
         sconf.set(k, v)
     gateway = None
-    if not verbose:
-        from pyspark.java_gateway import launch_gateway
-
-        log = open(log_path(), "ab")  # noqa: SIM115 - held by the JVM for its life
-        gateway = launch_gateway(sconf, popen_kwargs={"stdout": log, "stderr": log})
+    if SparkContext._gateway is None:  # else pyspark keeps its JVM (of a stopped session): no second one
+        if verbose:
+            gateway = launch(sconf, None)
+        else:
+            with open(log_path(), "ab") as log:  # the JVM holds its own copy for its life
+                gateway = launch(sconf, {"stdout": log, "stderr": log})
     sc = SparkContext(conf=sconf, gateway=gateway)
     sc.setLogLevel("INFO" if verbose else "ERROR")
     return SparkSession(sc)

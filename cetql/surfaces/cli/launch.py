@@ -40,14 +40,18 @@ _KEPT_FLAGS = ("--no-serve", "--stream", "--help", "-h")
 
 def main() -> int:
     argv = sys.argv[1:]
-    status = handed_over(argv) if _may_hand_over(argv) else None
-    if status is not None:
-        return status
-    from cetql.surfaces.cli.main import (
-        main as cli_main,  # start-up cost: the compiler loads only once no serve took the run
-    )
+    try:
+        status = handed_over(argv) if _may_hand_over(argv) else None
+        if status is not None:
+            return status
+        from cetql.surfaces.cli.main import (
+            main as cli_main,  # start-up cost: the compiler loads only once no serve took the run
+        )
 
-    return cli_main(argv)
+        return cli_main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the command's own handling began (while cetql loads)
+        print("cancelled", file=sys.stderr)
+        return 130
 
 
 def _may_hand_over(argv: list[str]) -> bool:
