@@ -21,6 +21,7 @@ from processes import spark_env, stop
 from cetql.backends.spark.streaming import PROVIDER
 from cetql.surfaces.cli.main import main
 from cetql.surfaces.cli.stream import CHANGELOG
+from cetql.surfaces.output import streamed
 
 KITING = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst\nWITHIN 20 SLIDE 10\n"
 
@@ -110,9 +111,69 @@ def test_killed_and_restarted_on_its_checkpoint_writes_every_window_once(spark, 
 
 
 def _written(spark, out: Path) -> list[tuple]:
-    if not (out / "_spark_metadata").is_dir():
+    if not list(out.glob("part-*")):
         return []
     return sorted((r["window_start"], tuple(r["events"])) for r in spark.read.parquet(str(out)).collect())
+
+
+def _uncommitted(out: Path) -> list[Path]:
+    """Part files a file sink is writing (in the output, or in cetql's sink inside it) that no commit lists yet."""
+    listed = {f.name for folder in (out, streamed.sink_of(out)) for f in streamed.committed(folder)}  # X
+    return [f for folder in (out, streamed.sink_of(out)) if folder.is_dir() for f in folder.glob("part-*")
+            if f.name not in listed]  # fmt: skip
+
+
+def test_a_stream_killed_mid_batch_leaves_only_whole_files(spark, tmp_path):
+    """SIGKILL to the stream's command and its JVM while a micro-batch
+    writes its part files: every file a
+    reader of the output finds opens (pyarrow, pandas), and the same
+    command again writes each window once and leaves nothing half-written."""
+    folder, out, ck = tmp_path / "in", tmp_path / "out", tmp_path / "ck"
+    folder.mkdir()
+    (tmp_path / "q.cet").write_text(KITING)
+    rnd = random.Random(5)
+    events = checks(0, range(0, 60), rnd)
+    dense = [{"id": 1000 + i, "ts": 61 + i, "src": "a", "dst": "a"} for i in range(19)]  # 2^17 trends in [60, 80)
+    drop(folder, "part-0.csv", events + dense)
+    command = [sys.executable, "-m", "cetql", "run", str(tmp_path / "q.cet"), "--stream", "--input", str(folder),
+               "--id-col", "id", "--output", str(out), "--checkpoint", str(ck), "--max-trends", "0"]  # fmt: skip
+    env = spark_env(CETQL_DRIVER_MEMORY="1g", CETQL_CLASS_ARCHIVE="off")
+    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _wait(lambda: _read(ck, "part-0.csv"))
+        drop(folder, "part-1.csv", [{"id": 10**6, "ts": 10**6, "src": "z", "dst": "z"}])  # closes every window
+        _wait(lambda: _uncommitted(out) or first.poll() is not None, timeout=300)
+        os.killpg(first.pid, signal.SIGKILL)  # the JVM too, with no time to remove what its tasks began
+        first.wait(timeout=60)
+        _wait(lambda: not descendants_of_group(first.pid), timeout=60)
+    finally:
+        stop(first, kill=True)
+    assert first.returncode == -signal.SIGKILL, first.communicate()[1].decode()[-2000:]
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    for f in out.glob("part-*"):
+        pq.read_table(f)  # whole: a file cut short raises here
+    if list(out.glob("part-*")):
+        pd.read_parquet(out)
+    second = subprocess.run([*command, "--until-idle", "5"], env=env, capture_output=True, timeout=600)
+    assert second.returncode == 0, second.stderr.decode()[-2000:]
+    assert _written(spark, out) == batch_rows(spark, events + dense, KITING)  # the flush's own windows stay open
+    assert _uncommitted(out) == [] and len(pd.read_parquet(out)) == len(_written(spark, out))
+
+
+def descendants_of_group(pgid: int) -> list[int]:
+    """The live processes of process group `pgid` (a killed command's JVM and workers)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                found.append(int(d.name))
+    return found
 
 
 @pytest.fixture

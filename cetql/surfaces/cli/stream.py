@@ -34,7 +34,7 @@ from cetql.backends.spark.streaming import METRICS, PROVIDER, ROCKSDB, STATS, re
 from cetql.base.errors import UsageError
 from cetql.base.options import OutputFormat, OutputMode
 from cetql.planner.logical.plan import Delay
-from cetql.surfaces.output import prepare_for_format, resolve_output
+from cetql.surfaces.output import prepare_for_format, resolve_output, streamed
 from cetql.surfaces.render import _cell, _plain
 
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
@@ -74,7 +74,7 @@ def check_stream_args(args) -> tuple[OutputFormat | None, Path | None]:
 
 def _check_resume(output: Path, checkpoint: Path) -> None:
     """Start both, or resume both: never a checkpoint without its output."""
-    if output.exists() and not (output / "_spark_metadata").is_dir():
+    if output.exists() and not (streamed.sink_of(output) / "_spark_metadata").is_dir():
         raise UsageError(f"output '{output}' already exists and is not a stream's output; give another path")
     if output.exists() != checkpoint.exists():
         have, missing = (output, checkpoint) if output.exists() else (checkpoint, output)
@@ -136,7 +136,8 @@ def run_stream(execution, args, fmt: OutputFormat | None, checkpoint: Path | Non
     if checkpoint is None:
         temporary = Path(tempfile.mkdtemp(prefix="cetql-stream-"))
         checkpoint = temporary / "checkpoint"
-    sink = Path(args.output) if args.output else checkpoint / "printed"
+    output = Path(args.output) if args.output else None
+    sink = streamed.sink_of(output) if output else checkpoint / "printed"
     fmt = fmt or OutputFormat.PARQUET
     writer = prepare_for_format(df, fmt).writeStream.format(fmt.value).outputMode("append")
     if fmt == OutputFormat.CSV:
@@ -146,15 +147,23 @@ def run_stream(execution, args, fmt: OutputFormat | None, checkpoint: Path | Non
     if interval:
         writer = writer.trigger(processingTime=interval)
     printer = None if args.output else Printer(sink, args.format, execution.plan.kind.value)
+    if output is not None:  # what a stream stopped or killed before left: its commits out, the rest removed
+        streamed.tidy(output)
+        streamed.publish(output)
     query = writer.start()
     try:
-        return _watch(query, args, printer)
+        return _watch(query, args, printer or (lambda: streamed.publish(output)))
     finally:
+        if output is not None and not query.isActive:
+            streamed.tidy(output)
+            streamed.publish(output)
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
 
 
-def _watch(query, args, printer) -> int:
+def _watch(query, args, publish) -> int:
+    """Report each micro-batch and `publish()` its rows (printed, or moved
+    into the output), until Ctrl-C, --until-idle or the query's failure."""
     idle = float(args.until_idle) if args.until_idle is not None else None
     seen, last_input, late_total = -1, time.monotonic(), 0
     try:
@@ -167,8 +176,7 @@ def _watch(query, args, printer) -> int:
                 late_total += counts["late"]
                 if p.get("numInputRows", 0):
                     last_input = time.monotonic()
-                if printer is not None:
-                    printer.print_new()
+                publish()
                 if counts["windows"] or counts["late"]:
                     rows = int((p.get("sink") or {}).get("numOutputRows", -1))
                     written = f", {rows:,} row(s)" if rows >= 0 else ""
@@ -178,8 +186,7 @@ def _watch(query, args, printer) -> int:
                 last_input = time.monotonic()
             if idle is not None and time.monotonic() - last_input > idle:
                 query.stop()
-                if printer is not None:
-                    printer.print_new()
+                publish()
                 print(f"stopped after {idle:g} s without new input; {late_total:,} late event(s) dropped in all",
                       file=sys.stderr)  # fmt: skip
                 return 0
@@ -229,29 +236,20 @@ class Printer:
     def __init__(self, sink: Path, fmt: str | None, kind: str):
         self.sink, self.kind = sink, kind
         self.fmt = fmt if fmt in ("csv", "json", "table") else ("table" if sys.stdout.isatty() else "csv")
-        self.done = set(self._committed())  # a resumed stream prints only what it writes now
+        self.done = set(streamed.committed(sink))  # a resumed stream prints only what it writes now
         self.header = False
 
-    def _committed(self) -> list[str]:
-        log = self.sink / "_spark_metadata"
-        files = []
-        for f in log.iterdir() if log.is_dir() else []:
-            if not f.name.split(".")[0].isdigit() or f.name.endswith(".tmp") or f.name.startswith("."):
-                continue  # Spark's checksums and files being written
-            for line in f.read_text().splitlines()[1:]:
-                entry = json.loads(line)
-                if entry.get("action") == "add":
-                    files.append(entry["path"])
-        return files
+    def __call__(self) -> None:
+        self.print_new()
 
     def print_new(self) -> None:
         import pyarrow.parquet as pq  # printing only
 
-        new = [f for f in self._committed() if f not in self.done]
+        new = [f for f in streamed.committed(self.sink) if f not in self.done]
         self.done.update(new)
         rows = []
         for f in new:
-            rows += pq.read_table(f.removeprefix("file:")).to_pylist()
+            rows += pq.read_table(f).to_pylist()
         if rows:
             rows.sort(key=lambda r: tuple(json.dumps(_plain(v), default=str) for k, v in r.items() if k != "rows"))
             self._print(rows)
