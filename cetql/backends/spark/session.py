@@ -12,18 +12,20 @@ on this interpreter, so they see the same packages.
 A local session starts for short runs (see `bench/phases.py`): its JVM
 compiles with C1 only and collects with the serial collector
 (CETQL_JVM_OPTIONS replaces those), and maps Spark's classes from a class
-data archive that its first run writes into the user's cache
-(`class_archive`; CETQL_CLASS_ARCHIVE=off never uses one).  The archive is
+data archive that its first run writes into the user's cache before it
+ends (`archive`; CETQL_CLASS_ARCHIVE=off never uses one).  The archive is
 never required: a missing, stale or unreadable one only costs the time it
 would have saved.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import sys
 
+from cetql.backends.spark import archive
 from cetql.backends.spark.archive import class_archive
 from cetql.backends.spark.connect import _connect, shown_address
 from cetql.backends.spark.gateway import launch
@@ -118,7 +120,10 @@ def get_spark(master: str | None = None, *, remote: str | None = None, verbose: 
             conf["spark.driver.defaultJavaOptions"] = " ".join(options)
     try:
         with _launch_env(local):
-            return _classic(conf, verbose)
+            spark = _classic(conf, verbose)
+        if archive.writing():
+            atexit.register(_save_classes)
+        return spark
     except CetqlError:
         raise
     except Exception as e:
@@ -171,6 +176,18 @@ def _classic(conf: dict, verbose: bool):
     sc = SparkContext(conf=sconf, gateway=gateway)
     sc.setLogLevel("INFO" if verbose else "ERROR")
     return SparkSession(sc)
+
+
+def _save_classes() -> None:
+    """At this process's end, while its JVM lives: the class archive this
+    run was chosen to write (`archive.save`), written before the run ends."""
+    from pyspark import SparkContext
+
+    try:
+        pid = int(SparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    except Exception:  # noqa: BLE001 - no JVM to ask (gone, or never started): nothing to write
+        pid = None
+    archive.save(pid, say=lambda line: print(line, file=sys.stderr, flush=True))
 
 
 def _quiet_query_loggers(verbose: bool) -> None:
