@@ -28,6 +28,7 @@ import sys
 from cetql.backends.spark import archive
 from cetql.backends.spark.archive import class_archive
 from cetql.backends.spark.connect import _connect, shown_address
+from cetql.backends.spark.failures import start_failure
 from cetql.backends.spark.gateway import launch
 from cetql.base.errors import CetqlError, UsageError
 from cetql.base.places import cache_dir, log_path  # noqa: F401 - also the session's names for them
@@ -68,12 +69,27 @@ def local_resources() -> tuple[str, int]:
     return driver_memory(), os.cpu_count() or 1
 
 
+# the masters Spark itself parses (SparkContext.createTaskScheduler), spelled as it reads them
+_MASTERS = (
+    r"local",
+    r"local\[(?:[1-9][0-9]*|\*)\]",  # threads: at least one
+    r"local\[(?:[1-9][0-9]*|\*)\s*,\s*[0-9]+\]",  # and task failures allowed
+    r"local-cluster\[\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*\]",  # workers, cores, memory (MB)
+    r"spark://[^\s/:,]+:[0-9]{1,5}(?:,[^\s/:,]+:[0-9]{1,5})*",  # one or more standalone masters
+    r"yarn",
+    r"k8s://\S+",
+)
+
+
 def _check_master(master: str, *, hint: str = " (for Spark Connect, use --remote sc://host:port)") -> None:
-    ok = master.startswith(("local", "spark://", "yarn", "k8s://", "mesos://")) or master in ("local",)
-    if not ok:
-        raise UsageError(
-            f"unknown Spark master '{master}'; expected local[*], local[N], spark://host:port, yarn or k8s://…{hint}"
-        )
+    """A master Spark can parse, refused here in one line (Spark would fail
+    later, inside its context's start, with a JVM call's name)."""
+    import re
+
+    if not any(re.fullmatch(m, master) for m in _MASTERS):
+        shown = master if master.isprintable() else repr(master)[1:-1]
+        raise UsageError(f"unknown Spark master '{shown}'; expected local, local[N] or local[*] (N at least 1), "
+                         f"local[N,F], local-cluster[N,C,M], spark://host:port, yarn or k8s://…{hint}")  # fmt: skip
 
 
 def get_spark(master: str | None = None, *, remote: str | None = None, verbose: bool = False,
@@ -99,11 +115,12 @@ def get_spark(master: str | None = None, *, remote: str | None = None, verbose: 
         spark = _connect(remote, origin, token_for)
         _set_time_zone(spark, time_zone, remote)
         return spark
+    if master is not None:
+        _check_master(master)  # an empty one too: refused, not taken for none
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
     master = master or "local[*]"
-    _check_master(master)
     cores = os.cpu_count() or 2
     conf = {
         **_QUIET,
@@ -127,8 +144,7 @@ def get_spark(master: str | None = None, *, remote: str | None = None, verbose: 
     except CetqlError:
         raise
     except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CetqlError(f"Spark did not start ({first}); its log is {log_path()}") from None
+        raise start_failure(e, master) from None
 
 
 # spark-submit first runs a small JVM that only builds the real JVM's command line

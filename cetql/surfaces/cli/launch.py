@@ -129,9 +129,15 @@ def _status(reply: bytes) -> int | None:
     """The run's exit status from the serve's reply; a reply cut short (the
     serve stopped after it took the run) is a failed run, never run twice."""
     try:
-        status = int(json.loads(reply)["status"])
+        answer = json.loads(reply)
+        status = int(answer["status"])
     except (ValueError, KeyError, TypeError):
-        print("error: cetql serve stopped while it ran the query; run it again (--no-serve: in this process)",
-              file=sys.stderr)  # fmt: skip
+        answer, status = {"serve_stopped": True}, 1
+    if answer.get("serve_stopped"):
+        try:
+            print("error: cetql serve stopped while it ran the query; run it again (--no-serve: in this process)",
+                  file=sys.stderr)  # fmt: skip
+        except OSError:  # a full or closed standard error: the status says it
+            pass
         return 1
     return None if status == NOT_HERE else status

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from cetql.backends.spark import reader
 from cetql.backends.spark.compiler import Input
-from cetql.backends.spark.failures import describe
+from cetql.backends.spark.failures import describe, first_line
 from cetql.backends.spark.streaming import METRICS, PROVIDER, ROCKSDB, STATS, read_stream
 from cetql.base.errors import UsageError
 from cetql.base.options import OutputFormat, OutputMode
@@ -115,7 +115,7 @@ def stream_inputs(spark, data, typed: dict, time_zone: str = "UTC") -> dict[str 
                 out[name] = Input(spark.readStream.table(str(spec)))
             except Exception as e:  # noqa: BLE001 - Spark's analysis error: one line instead
                 raise UsageError(f"input '{spec}' is neither a folder nor a table that can be read as a stream "
-                                 f"({str(e).strip().splitlines()[0][:200]})") from None  # fmt: skip
+                                 f"({first_line(str(e))[:200]})") from None  # fmt: skip
     return out
 
 

@@ -219,6 +219,11 @@ class staged:
         done.wait()
         ok, value = box[0]
         if not ok:
+            from cetql.backends.spark.failures import io_problem  # start-up cost: pyspark's, for a Spark write only
+
+            problem = io_problem(value)
+            if problem is not None:
+                raise self._failed(problem) from None
             raise value
         return value
 
@@ -236,6 +241,8 @@ class staged:
                 old = None
                 try:
                     self.written, old = _place(self.source, self.target)
+                except OSError as e:
+                    raise self._failed(_reason(e)) from None
                 finally:
                     _discard(old)
             elif issubclass(typ, KeyboardInterrupt):
@@ -256,7 +263,22 @@ class staged:
             raise Terminated(ending)
         if pending is not None and typ is None:
             self._deliver(pending, None)
+        if typ is not None and issubclass(typ, OSError):
+            raise self._failed(_reason(exc)) from None
         return False
+
+    def _failed(self, why: str) -> CetqlError:
+        """The output could not be written (a full or read-only file system…), said by its name, not the staging's."""
+        return CetqlError(f"output '{self.target.given}' could not be written: {why}; nothing was written there")
+
+
+def _reason(e: OSError) -> str:
+    """What the system said, in its own words (pyarrow words it its way, with the errno inside)."""
+    code = e.errno
+    if not code:
+        m = re.search(r"\[errno (\d+)\]", str(e))
+        code = int(m[1]) if m else None
+    return os.strerror(code) if code else (e.strerror or str(e))
 
 
 def _place(source: Path, target: Target) -> tuple[bool, Path | None]:
