@@ -14,7 +14,9 @@ in the checkpoint folder, which the Connect server must be able to reach).
 A line on standard error says, per micro-batch, how many windows were
 answered and how many events arrived behind the watermark (counted and
 dropped).  Ctrl-C stops the stream cleanly (exit 130); `--until-idle`
-stops it after that many seconds without new input.
+stops it after that many seconds without a micro-batch, counted once the
+stream has started (however long a loaded machine takes to start it) and
+whatever its open windows wait for (`Idle`).
 """
 
 from __future__ import annotations
@@ -164,8 +166,8 @@ def run_stream(execution, args, fmt: OutputFormat | None, checkpoint: Path | Non
 def _watch(query, args, publish) -> int:
     """Report each micro-batch and `publish()` its rows (printed, or moved
     into the output), until Ctrl-C, --until-idle or the query's failure."""
-    idle = float(args.until_idle) if args.until_idle is not None else None
-    seen, last_input, late_total = -1, time.monotonic(), 0
+    idle = Idle(float(args.until_idle)) if args.until_idle is not None else None
+    seen, late_total = -1, 0
     try:
         while query.isActive:
             for p in query.recentProgress:
@@ -174,21 +176,19 @@ def _watch(query, args, publish) -> int:
                 seen = p["batchId"]
                 counts = metrics(p)
                 late_total += counts["late"]
-                if p.get("numInputRows", 0):
-                    last_input = time.monotonic()
+                if idle is not None:
+                    idle.batch_ended()
                 publish()
                 if counts["windows"] or counts["late"]:
                     rows = int((p.get("sink") or {}).get("numOutputRows", -1))
                     written = f", {rows:,} row(s)" if rows >= 0 else ""
                     print(f"batch {seen}: {counts['windows']:,} window(s) answered{written}; {counts['late']:,} "
                           f"event(s) behind the watermark dropped ({late_total:,} in all)", file=sys.stderr)  # fmt: skip
-            if idle is not None and _busy(query):  # idle counts from the end of the last micro-batch
-                last_input = time.monotonic()
-            if idle is not None and time.monotonic() - last_input > idle:
+            if idle is not None and idle.over(_status(query)):
                 query.stop()
                 publish()
-                print(f"stopped after {idle:g} s without new input; {late_total:,} late event(s) dropped in all",
-                      file=sys.stderr)  # fmt: skip
+                print(f"stopped after {idle.seconds:g} s without new input; {late_total:,} late event(s) dropped in "
+                      "all", file=sys.stderr)  # fmt: skip
                 return 0
             query.awaitTermination(POLL_SECONDS)
     except KeyboardInterrupt:
@@ -202,12 +202,57 @@ def _watch(query, args, publish) -> int:
     return 0
 
 
-def _busy(query) -> bool:
+# Spark's words for what a stream does (StreamingQueryStatus.message): a
+# micro-batch running (new data, or none but state to clean up: windows the
+# watermark closed), and waiting between triggers
+IN_BATCH = ("Processing new data", "No new data but cleaning up state", "Writing offsets to log")
+WAITING = ("Waiting for data to arrive", "Waiting for next trigger")
+SLOW_START = 60.0  # seconds before a stream that has not begun its first trigger is said to be starting still
+
+
+class Idle:
+    """--until-idle: `seconds` without new input, counted from the end of
+    the last micro-batch, never while one runs and never before the stream
+    has started (its first trigger over: a loaded machine may take longer
+    to start a stream than the idle time, and nothing was read yet).
+    Between micro-batches a trigger that finds no new file is not work: a
+    default trigger polls the folder all the time, and on a loaded machine
+    each poll takes long enough to be seen nearly always."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.started = False
+        self.since = time.monotonic()
+        self.said = False
+
+    def batch_ended(self) -> None:
+        """A micro-batch's progress was seen (one without input is work too: windows closed)."""
+        self.started = True
+        self.since = time.monotonic()
+
+    def over(self, status: dict | None) -> bool:
+        """Whether the stream has been idle long enough (`status`: the query's, None when it could not be read)."""
+        now = time.monotonic()
+        message = str((status or {}).get("message") or "")
+        if message.startswith(IN_BATCH):  # (isDataAvailable stays true after a batch until the next trigger)
+            self.started, self.since = True, now
+            return False
+        if not self.started:
+            if status is not None and message.startswith(WAITING):
+                self.started, self.since = True, now  # the first trigger found nothing to read
+            elif now - self.since > SLOW_START and not self.said:
+                self.said = True
+                print(f"the stream has not begun its first micro-batch after {SLOW_START:g} s (Spark: "
+                      f"{message or 'starting'}); --until-idle counts once it has; Ctrl-C stops it", file=sys.stderr)  # fmt: skip
+            return False
+        return now - self.since > self.seconds
+
+
+def _status(query) -> dict | None:
     try:
-        status = query.status
+        return dict(query.status)
     except Exception:  # noqa: BLE001 - a query that just stopped
-        return False
-    return bool(status.get("isTriggerActive") or status.get("isDataAvailable"))
+        return None
 
 
 def metrics(progress: dict) -> dict[str, int]:
