@@ -51,6 +51,15 @@ class Kernel(StrEnum):
     SCAN = "scan"  # GRETA's own predecessor scan, O(n^2): for comparisons
 
 
+class Compiled(StrEnum):
+    """Where the kernels' compiled loops (numba) run, for the shapes they
+    cover (`kernels.select`)."""
+
+    AUTO = "auto"  # on a task's table of `select.MIN_ROWS` rows or more (a compile or cache load costs more below)
+    ALWAYS = "always"  # on every table (tests, comparisons)
+    NEVER = "never"  # nowhere: the reference kernels (pure Python)
+
+
 class Exact(StrEnum):
     """How exact counts and sums leave Spark."""
 
@@ -228,6 +237,7 @@ class RunOptions:
     approx: bool = False
     exact: Exact = Exact.DECIMAL
     kernel: Kernel = Kernel.INDEX
+    compiled: Compiled = Compiled.AUTO  # where the kernels' compiled loops run (`kernels.select`)
     with_rows: bool = False
     partitions: int | None = None
     max_trends: int = DEFAULT_MAX_TRENDS  # per (window, group); 0: no limit
@@ -257,7 +267,8 @@ class RunOptions:
                 raise ArgumentTypeError(unknown_keyword(k, names))
         given = {k: v for k, v in keywords.items() if v is not None or k in ("trends", "strategy", "sharing", "id_col")}
         for k, what in (("trends", "trend set"), ("strategy", "strategy"), ("sharing", "window sharing"),
-                        ("exact", "exact mode"), ("kernel", "kernel"), ("engine", "engine")):  # fmt: skip
+                        ("exact", "exact mode"), ("kernel", "kernel"), ("compiled", "compiled kernels"),
+                        ("engine", "engine")):  # fmt: skip
             if k in given:
                 given[k] = _enum(_ENUM_OF[k], given[k], k, what)
         for k in ("approx", "with_rows", "drop_invalid"):
@@ -290,7 +301,7 @@ class RunOptions:
 
 
 _ENUM_OF = {"trends": TrendSet, "strategy": Strategy, "sharing": Sharing, "exact": Exact, "kernel": Kernel,
-            "engine": Engine}
+            "compiled": Compiled, "engine": Engine}
 _SURFACE_ONLY = ("sink", "spark_asked")  # fields the surfaces set, never a user's keyword
 
 

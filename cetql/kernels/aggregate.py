@@ -10,7 +10,7 @@ from decimal import Decimal
 import numpy as np
 import pyarrow as pa
 
-from cetql.kernels import fast, greta
+from cetql.kernels import compiled_count, greta, select
 from cetql.kernels import spec as K
 from cetql.kernels.aseq import count as aseq_count
 from cetql.kernels.batches import window_groups
@@ -44,7 +44,7 @@ def aggregate_schema(spec: K.AggregateSpec, input_schema: pa.Schema) -> pa.Schem
 def aggregate_table(spec: K.AggregateSpec, table: pa.Table) -> Iterator[pa.RecordBatch]:
     if table.num_rows == 0:
         return
-    quick = _compiled_batch(spec, table) if fast.worth(table.num_rows) and fast.kleene_applies(spec) else None
+    quick = _compiled_batch(spec, table) if select.variant(spec, table.num_rows) == select.Variant.COUNT else None
     if quick is not None:  # the compiled path (the same rows)
         yield quick
         return
@@ -209,8 +209,8 @@ def _compiled_batch(spec: K.AggregateSpec, table: pa.Table) -> pa.RecordBatch | 
     where it does not apply.  A window whose count passes `jit_wide.MAX_LIMBS`
     limbs is counted again by the reference, with Python integers."""
     c = spec.columns
-    lo, hi, wk = fast.segments(c, table)
-    counts = fast.aggregate_counts(spec, table, lo, hi)
+    lo, hi, wk = compiled_count.segments(c, table)
+    counts = compiled_count.aggregate_counts(spec, table, lo, hi)
     if counts is None:
         return None
     for i, got in enumerate(counts):
@@ -221,7 +221,7 @@ def _compiled_batch(spec: K.AggregateSpec, table: pa.Table) -> pa.RecordBatch | 
             counts[i] = kleene_count(part_times, Step(tr, cols, [], part_times), spec.approx)
     schema = aggregate_schema(spec, table.schema)
     arrays = [wk.cast(schema.field(0).type)]
-    arrays += [fast._column(table, k).take(pa.array(lo)) for k in spec.output_keys]
+    arrays += [compiled_count._column(table, k).take(pa.array(lo)) for k in spec.output_keys]
     keys = list(zip(*(a.to_pylist() for a in arrays[1:]))) or [()] * len(counts)
     windows = arrays[0].to_pylist()
     finals = [_final(spec, 0, v, w, list(k)) for v, w, k in zip(counts, windows, keys)]

@@ -1,4 +1,4 @@
-"""The kernels' hot loops compiled by numba (`fast` decides when they run).
+"""The kernels' hot loops compiled by numba (`select` decides when they run).
 
 Each function here is the loop of a reference kernel, over numpy arrays of
 one table, segment by segment (a segment: the rows of one (window, group),
@@ -16,11 +16,11 @@ one table, segment by segment (a segment: the rows of one (window, group),
   first in the reference's order, written as table rows into preallocated
   buffers.
 
-Values are keys: int64 in SQL order (`fast.keys`) with their validity,
+Values are keys: int64 in SQL order (`compiled_count.keys`) with their validity,
 compressed per segment to ranks by `local_codes`.
 
 Without numba the module imports (the functions stay plain Python), and
-`fast.available()` is False: the reference kernels run.
+`select.available()` is False: the reference kernels run.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ try:
     def njit(f):
         return numba.njit(cache=True, nogil=True)(f)
 
-except ImportError:  # pragma: no cover - numba is optional, or installed and broken (`fast.available`)
+except ImportError:  # pragma: no cover - numba is optional, or installed and broken (`select.available`)
     COMPILED = False
 
     def njit(f):

@@ -2,8 +2,8 @@
 counts of L unsigned 64-bit limbs (least significant first), for the
 segments whose int64 count overflowed.
 
-`fast.aggregate_counts` runs this loop on the segments of more than
-`fast.WIDE_FROM` events and on those whose int64 count overflowed, with as
+`compiled_count.aggregate_counts` runs this loop on the segments of more than
+`compiled_count.WIDE_FROM` events and on those whose int64 count overflowed, with as
 many limbs as `limbs_for` allows; the additions run over the limbs in use
 only (every value of a segment is at most its total, so the total's width
 bounds them).  A segment whose count passes them is counted by the

@@ -85,7 +85,7 @@ def scan(con: duckdb.DuckDBPyConnection, plan: PhysicalPlan) -> int:
     union = " UNION ALL BY NAME ".join(f"SELECT * FROM ({p})" for p in parts)
     if plan.scan.id_col is None:  # ids from input order: numbered as read (only aggregation, where none is shown)
         union = f"SELECT * REPLACE (CAST(row_number() OVER () - 1 AS BIGINT) AS {Q(plan.names.id)}) FROM ({union})"
-    con.execute(f"CREATE TEMP TABLE {EVENTS} AS {union}").fetchall()
+    con.execute(f"CREATE TABLE {EVENTS} AS {union}").fetchall()
     return checks.check_rows(con, plan, EVENTS, sources)
 
 

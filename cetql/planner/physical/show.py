@@ -5,7 +5,9 @@ what the kernel receives — every fact `kernel.kernel_spec` reads."""
 from __future__ import annotations
 
 from cetql.base.options import Strategy
+from cetql.kernels import select
 from cetql.kernels import spec as K
+from cetql.planner.physical.kernel import kernel_spec
 from cetql.planner.physical.plan import Arithmetic, Detect, PhysicalPlan, TimeCast, WindowKeys
 
 
@@ -159,4 +161,6 @@ def physical_lines(p: PhysicalPlan) -> list[str]:
         _op(out, "Stateful", *_stateful(p))
     head, lines = _root(p)
     _op(out, "Detect" if isinstance(p.root, Detect) else "Aggregate", head, *lines)
+    if not (isinstance(p.root, Detect) and p.root.strategy == Strategy.DISTRIBUTED):
+        _op(out, "Kernel", select.describe(kernel_spec(p)))
     return out

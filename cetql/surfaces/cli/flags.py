@@ -23,6 +23,7 @@ def run_options(args) -> RunOptions:
         "approx": getattr(args, "approx", False),
         "exact": getattr(args, "exact", None),
         "kernel": getattr(args, "kernel", None),
+        "compiled": getattr(args, "compiled", None),
         "with_rows": getattr(args, "with_rows", False),
         "time_col": args.time_col,
         "time_unit": getattr(args, "time_unit", None),
@@ -93,6 +94,9 @@ def _common(p) -> None:
     p.add_argument("--approx", action="store_true", help="aggregation: DOUBLE instead of exact numbers (as APPROX)")
     p.add_argument("--exact", choices=["decimal", "string"],
                    help="aggregation: exact numbers as DECIMAL(38,s) (default; larger is an error) or as text")
+    p.add_argument("--compiled", choices=["auto", "always", "never"],
+                   help="the kernels' compiled loops (numba), for the shapes they cover: auto (default: tasks of 4,096 "
+                        "rows or more), always, or never (the reference kernels); --explain's Kernel line says which")  # fmt: skip
     p.add_argument("--kernel", choices=["index", "scan"],
                    help="aggregation: the attribute index (default) or GRETA's O(n^2) predecessor scan, to compare")
     p.add_argument("--engine", choices=ENGINES,
