@@ -48,7 +48,7 @@ def no_spark(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("Spark was started")
 
-    for where in ("cetql.surfaces.api.runtime.get_spark", "cetql.surfaces.cli.run.get_spark",
+    for where in ("cetql.surfaces.api.runtime.get_spark", "cetql.surfaces.cli.on_spark.get_spark",
                   "cetql.surfaces.repl.shell.get_spark", "cetql.surfaces.draw.draw.get_spark",
                   "cetql.backends.spark.session.get_spark", "cetql.surfaces.serve.server.cmd_serve"):  # fmt: skip
         monkeypatch.setattr(where, refuse)
