@@ -556,9 +556,9 @@ def test_save_in_the_repl(spark, tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "res", "res.csv"]
 
 
-def test_repl_help_and_readme_agree_on_save():
-    readme = (ROOT / "README.md").read_text()
-    assert ":save PATH [overwrite]" in HELP and "`:save PATH [overwrite]`" in readme
+def test_repl_help_and_docs_agree_on_save():
+    page = (ROOT / "docs" / "commands.md").read_text()
+    assert ":save PATH [overwrite]" in HELP and "`:save PATH [overwrite]`" in page
 
 
 def test_cases_are_tests():
