@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "support")]
 
 from generate import kiting  # noqa: E402
 from harness import kernel_table, plan_for  # noqa: E402

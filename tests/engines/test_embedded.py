@@ -30,7 +30,7 @@ from cetql.base.options import Engine
 from cetql.language.printer import aggregate_to_text
 from cetql.surfaces.cli.main import main
 
-# Rows of the README's Reliability table (tests/surfaces/test_reliability.py prints and checks it)
+# Rows of docs/reliability.md's table (tests/surfaces/test_reliability.py prints and checks it)
 CASES = [
     ('test_null_times_and_repeated_ids_fail_with_sparks_words_or_are_dropped_and_counted', 'a null time or a repeated id, run embedded (`--engine embedded`)',
      'exit 1 in the words of a Spark run, nothing written; `--drop-invalid` drops and counts them'),

@@ -54,7 +54,7 @@ SECONDS = float(os.environ.get("CETQL_FUZZ_SECONDS", "30"))  # 0: no budget
 SEED = int(os.environ.get("CETQL_FUZZ_SEED", "20261124"))
 LOG = os.environ.get("CETQL_FUZZ_LOG")
 
-# (test name, the input, what cetql does) — a row for the README's Reliability table.
+# (test name, the input, what cetql does) — a row for docs/reliability.md's table.
 CASES = [
     ("test_hostile_inputs", "generated CSV, JSON-lines and Parquet inputs: NaN, ±Infinity, -0.0, nulls, duplicate and empty ids, BOMs, quoted newlines, extreme integers, nanosecond and zoned times, DST gaps, option sets", "exit 0, 1 or 2 with at most a few lines and no traceback; nothing outside the output changed; a result equals the reference on the same rows"),
 ]

@@ -16,7 +16,7 @@ from cetql.surfaces.cli.main import main
 KITING = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10"
 CHECKS = "id,ts,src,dst\n1,1,A,B\n2,2,B,C\n3,3,B,D\n4,4,D,E\n"
 
-# (test name, the input, what cetql does) — rows for the README's Reliability table.
+# (test name, the input, what cetql does) — rows for docs/reliability.md's table.
 CASES = [
     ("test_malformed_remote", "`--remote sc://:x`, `sc://host:99999` or `http://…`", "exit 2, one line: not a Spark Connect address, or the port's range; no traceback"),
     ("test_malformed_spark_remote", "`SPARK_REMOTE` set to a malformed address", "exit 2, one line naming SPARK_REMOTE"),
