@@ -134,7 +134,14 @@ class _ToAst(Transformer):
         return self._quantified(meta, A.Seq(items, pos=_pos_of(meta)), children)
 
     def negated_pattern(self, meta, children):
-        return A.Negation(children[-1], pos=_pos_of(meta))
+        sub = children[-1]
+        if isinstance(sub, A.Negation):  # NOT NOT P, NOT (!P), … in any spelling: the language has no meaning for it
+            raise QuerySyntaxError(
+                "a negation of a negation (NOT NOT …) has no meaning: a negated part only excludes trends, it is "
+                "never matched, so negating it again is not the part itself; negate once, or write the part without NOT",
+                sub.pos,
+            )
+        return A.Negation(sub, pos=_pos_of(meta))
 
     # ---------------------------------------------------------- expressions
     def _items(self, children):
