@@ -16,33 +16,18 @@ from cetql.language import ast as A
 from cetql.language.grammar import grammar_text
 from cetql.language.units import UNIT_ALIASES
 
+_DOUBLE_NEGATION = ("a negation of a negation (NOT NOT …) has no meaning: a negated part only excludes trends, it is "
+                    "never matched, so negating it again is not the part itself; negate once, or write it without NOT")
 _CLAUSE_KEYWORDS = {"PATTERN", "WHERE", "RETURN", "AGG", "WITHIN", "SLIDE", "TRENDS", "APPROX", "GROUP_BY", "BY"}
 
 # How the expected terminals are named in messages.
 _TERMINAL_NAMES = {
-    "NAME": "a name",
-    "NUMBER": "a number",
-    "STRING": "a string",
-    "LPAR": "'('",
-    "RPAR": "')'",
-    "LSQB": "'['",
-    "RSQB": "']'",
-    "COMMA": "','",
-    "DOT": "'.'",
-    "STAR": "'*'",
-    "MINUS": "'-'",
-    "LESSTHAN": "'<'",
-    "ARRAY": "'[]'",
-    "QUANT": "'+', '*' or '?'",
-    "BANG": "'!'",
-    "COMP_OP": "a comparison (= != < <= > >=)",
-    "ADD_OP": "'+' or '-'",
-    "MUL_OP": "'*', '/' or '%'",
-    "ANGLE_CLOSE": "'>'",
-    "ASEQ_OPEN": "'['",
-    "GROUP_BY": "GROUP-BY",
-    "$END": "the end of the query",
-}
+    "NAME": "a name", "NUMBER": "a number", "STRING": "a string",
+    "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'", "COMMA": "','", "DOT": "'.'", "STAR": "'*'",
+    "MINUS": "'-'", "LESSTHAN": "'<'", "ARRAY": "'[]'", "QUANT": "'+', '*' or '?'", "BANG": "'!'",
+    "COMP_OP": "a comparison (= != < <= > >=)", "ADD_OP": "'+' or '-'", "MUL_OP": "'*', '/' or '%'",
+    "ANGLE_CLOSE": "'>'", "ASEQ_OPEN": "'['", "GROUP_BY": "GROUP-BY", "$END": "the end of the query",
+}  # fmt: skip
 
 
 def _describe_terminal(name: str) -> str:
@@ -134,14 +119,9 @@ class _ToAst(Transformer):
         return self._quantified(meta, A.Seq(items, pos=_pos_of(meta)), children)
 
     def negated_pattern(self, meta, children):
-        sub = children[-1]
-        if isinstance(sub, A.Negation):  # NOT NOT P, NOT (!P), … in any spelling: the language has no meaning for it
-            raise QuerySyntaxError(
-                "a negation of a negation (NOT NOT …) has no meaning: a negated part only excludes trends, it is "
-                "never matched, so negating it again is not the part itself; negate once, or write the part without NOT",
-                sub.pos,
-            )
-        return A.Negation(sub, pos=_pos_of(meta))
+        if isinstance(children[-1], A.Negation):  # NOT NOT P, NOT (!P), … in any spelling, at any depth
+            _fail(_DOUBLE_NEGATION, children[-1].pos)
+        return A.Negation(children[-1], pos=_pos_of(meta))
 
     # ---------------------------------------------------------- expressions
     def _items(self, children):
@@ -279,14 +259,12 @@ class _ToAst(Transformer):
     def pattern_clause(self, meta, children):
         return ("PATTERN", children[1], meta)
 
-    def pattern_clause_angle(self, meta, children):
-        return ("PATTERN", children[1], meta)
+    pattern_clause_angle = pattern_clause
 
     def where_clause(self, meta, children):
         return ("WHERE", children[1], meta)
 
-    def where_clause_angle(self, meta, children):
-        return ("WHERE", children[1], meta)
+    where_clause_angle = where_clause
 
     def group_clause(self, meta, children):
         return ("GROUP-BY", tuple(c for c in children if not isinstance(c, Token)), meta)

@@ -185,4 +185,4 @@ def test_sum_over_a_string_column(tmp_path, capsys):
     q = tmp_path / "q.cet"
     q.write_text("RETURN SUM(M.host) PATTERN Measurement M+ WITHIN 1 minute")
     assert main(["compile", str(q), "--schema", "ts timestamp, host string"]) == 2
-    assert "SUM(M.host) needs a numeric attribute, but it is a string" in capsys.readouterr().err
+    assert "SUM(M.host) is not defined on column 'host' of type string: SUM takes a numeric column" in capsys.readouterr().err
