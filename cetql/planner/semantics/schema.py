@@ -1,6 +1,7 @@
 """Column types as the planner sees them, from a DDL string (`compile
---schema`), and the classes each aggregate of an attribute is defined on.  Inputs are described by the one reader (`planner.spark.reader`,
-which `compile --input` and `run` share), never here."""
+--schema`), and the classes each aggregate of an attribute is defined on.
+Inputs are described by the one reader (`backends.inputs.sources`, which
+`compile --input` and `run` share), never here."""
 
 from __future__ import annotations
 
