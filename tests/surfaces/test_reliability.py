@@ -539,9 +539,8 @@ def test_memory_budget_not_a_size(capsys, q, checks):
 
 
 def test_negative_limit(capsys, q, checks):
-    with pytest.raises(SystemExit) as info:
-        main(["run", str(q()), "--input", str(checks), "--limit", "-1"])
-    assert info.value.code == 2 and "must be zero (all rows) or positive" in capsys.readouterr().err
+    code, _, err = run(capsys, "run", q(), "--input", checks, "--limit", "-1")
+    assert code == 2 and err.strip() == "error: --limit -1: must be zero or positive"
 
 
 def test_missing_query_file(capsys, checks):

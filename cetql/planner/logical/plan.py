@@ -123,8 +123,8 @@ class Delay:
     unit: str | None = None
 
     @classmethod
-    def parse(cls, text) -> Delay:
-        """'10 minutes', '30s', 100 (None: 0)."""
+    def parse(cls, text, what: str = "watermark delay") -> Delay:
+        """'10 minutes', '30s', 100 (None: 0); `what` names it in the message."""
         if text is None:
             return cls()
 
@@ -139,7 +139,7 @@ class Delay:
         except (InvalidOperation, KeyError, IndexError):
             ok = False
         if not ok:
-            raise UsageError(f"watermark delay {text!r} is not a duration such as '10 minutes', '30 s' or 100")
+            raise UsageError(f"{what} {text!r} is not a duration of zero or more, such as '10 minutes', '30 s' or 100")
         return cls(amount, unit)
 
     def millis(self, ms_per_unit: Decimal) -> int:

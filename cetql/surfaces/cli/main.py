@@ -27,14 +27,12 @@ from cetql.base.version import VERSION as __version__
 from cetql.surfaces import gen, repl
 from cetql.surfaces.cli.compile import cmd_compile
 from cetql.surfaces.cli.flags import _common
+from cetql.surfaces.cli.numbers import check_numbers
 from cetql.surfaces.cli.run import EXIT_CANCELLED, _cancel, cmd_run
 from cetql.surfaces.draw import draw
 from cetql.surfaces.serve import server as serve
 
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
-
-
-MAX_LIMIT = 2**31 - 1  # Spark's limit is a 32-bit number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "csv (when piped) or json")  # fmt: skip
     r.add_argument("--mode", choices=[m.value for m in OutputMode], default=OutputMode.ERROR.value,
                    help="if --output exists: error (default), overwrite, append or ignore")
-    r.add_argument("--limit", type=int,
+    r.add_argument("--limit",
                    help="rows to print without --output (default: 20 on a terminal, all otherwise; 0: all)")
     r.add_argument("--show", metavar="ATTR,…", help="print each trend as the chain of these attributes' values")
     r.add_argument("--master", help="Spark master URL (default: the active session, else local[*])")
@@ -73,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-serve", action="store_true",
                    help="start a local Spark even where a `cetql serve` of this Python and cetql runs on this "
                         "machine (by default the query is sent to it)")  # fmt: skip
-    r.add_argument("--partitions", type=int, help="Spark partitions for the kernels (default: shuffle partitions)")
+    r.add_argument("--partitions", help="Spark partitions for the kernels (default: shuffle partitions)")
     r.add_argument("--verbose", action="store_true", help="let Spark's own log reach the terminal")
     s = r.add_argument_group("streams (--stream)")
     s.add_argument("--stream", action="store_true",
@@ -86,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(a bare number: the time column's units; default 0); later events are counted and dropped")
     s.add_argument("--trigger", metavar="INTERVAL",
                    help="start a micro-batch every INTERVAL, e.g. '10 seconds' (default: as soon as files arrive)")
-    s.add_argument("--until-idle", type=float, metavar="SECONDS", help="stop after SECONDS without new input")
+    s.add_argument("--until-idle", metavar="SECONDS", help="stop after SECONDS without new input")
     r.set_defaults(func=cmd_run)
 
     repl.add_parser(sub)
@@ -127,12 +125,9 @@ def main(argv: list[str] | None = None, *, only_in_process: bool = False) -> int
     args = parser.parse_args(argv)
     args.only_in_process = only_in_process
     _quiet_python_logging(getattr(args, "verbose", False))
-    if (getattr(args, "limit", None) or 0) < 0:
-        parser.error("--limit must be zero (all rows) or positive")
-    if getattr(args, "limit", 0) is not None and getattr(args, "limit", 0) > MAX_LIMIT:
-        parser.error(f"--limit must be at most {MAX_LIMIT:,} (0 prints every row)")
     as_json = getattr(args, "format", None) == "json" and args.command == "compile"
     try:
+        check_numbers(args)  # every numeric flag, before anything runs
         return args.func(args)
     except QueryError as e:
         name = getattr(args, "query_file", None)

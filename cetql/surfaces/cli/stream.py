@@ -88,7 +88,7 @@ def parse_interval(text: str | None) -> str | None:
     """--trigger: Spark's processing-time interval ('10 seconds')."""
     if text is None:
         return None
-    delay = Delay.parse(text)
+    delay = Delay.parse(text, what="--trigger")
     millis = delay.millis(Decimal(1000))  # a bare number: seconds
     if millis <= 0:
         raise UsageError(f"--trigger {text!r} must be a positive interval such as '10 seconds'")

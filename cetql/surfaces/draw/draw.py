@@ -61,10 +61,10 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("--group", action="append", metavar="KEY=VALUE",
                    help="the group to draw (default: the one with most trends)")  # fmt: skip
-    p.add_argument("--trend", type=int, metavar="N", help="colour only trend N (numbered as the legend shows)")
+    p.add_argument("--trend", metavar="N", help="colour only trend N (numbered as the legend shows)")
     p.add_argument("--label", metavar="ATTR,…",
                    help="label nodes with these attributes' values (default: what the predicates link)")  # fmt: skip
-    p.add_argument("--max-nodes", type=int, default=300, help="draw only groups of at most this many events (300)")
+    p.add_argument("--max-nodes", default=300, help="draw only groups of at most this many events (300)")
     p.add_argument("--mode", choices=["error", "overwrite"], default="error", help="if the file exists")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="bind a query parameter (repeatable)")
     p.add_argument("--time-col", default="ts", help="the time column (default: ts)")
@@ -90,7 +90,7 @@ def cmd_draw(args) -> int:
                             query_file=args.query_file, kind="file", writer="draw")  # fmt: skip
     fmt = _format(args.output)
     groups = _groups(args.group)
-    _check(args)
+    _check_matplotlib()
     # one kernel group per window: the group drawn is a window's
     options = RunOptions.of(time_col=args.time_col, id_col=args.id_col, max_trends=0, sharing="copy")
     known = describe_paths({None: data} if data is not None else dict(typed), options.time_col)
@@ -136,11 +136,7 @@ def cmd_draw(args) -> int:
     return 0
 
 
-def _check(args) -> None:
-    if args.trend is not None and args.trend < 1:
-        raise UsageError(f"--trend counts from 1, not {args.trend}")
-    if args.max_nodes < 1:
-        raise UsageError(f"--max-nodes must be positive, not {args.max_nodes}")
+def _check_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401 - an optional dependency: is it installed?
     except ImportError:
