@@ -120,3 +120,25 @@ def test_no_numeric_flag_escapes_the_table():
 @pytest.mark.parametrize("text", ["0", "-1", "1.5", "lots"])
 def test_memory_budget_is_a_positive_size_or_one_line(text):
     _refused([*RUN, "--memory-budget", text], "--memory-budget")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(texts)
+@example("-1")
+@example(str(2**31))
+def test_the_shells_limit_is_the_command_lines(text):
+    import io
+
+    from cetql.surfaces.repl import Shell
+
+    out, err = io.StringIO(), io.StringIO()
+    shell = Shell(out=out, err=err)
+    shell.handle(f":limit {text}")
+    try:
+        value = Decimal(text.strip())
+    except ArithmeticError:
+        value = Decimal("NaN")
+    if _inside(value, *FLAGS["--limit"][1:]):
+        assert shell.limit == int(value) and err.getvalue() == ""
+    else:
+        assert shell.limit == 20 and err.getvalue().startswith("error: :limit "), err.getvalue()
