@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from cetql.backends.inputs import refusals
 from cetql.backends.spark import checks, reader
+from cetql.backends.spark.arrow import batch_schema
 from cetql.backends.spark.distributed import extract
 from cetql.backends.spark.exchange import sorted_groups
 from cetql.backends.spark.exprs import column
@@ -239,7 +240,7 @@ def detect(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
         trends = extract(plan, spec, df)
     else:
         df = sorted_groups(plan, df)
-        schema = process.detect_schema(spec, to_arrow_schema(df.schema))
+        schema = process.detect_schema(spec, batch_schema(df))
         trends = df.mapInArrow(process.detect_fn(spec), from_arrow_schema(schema))
     start, end = window_bounds(plan)
     cols = [start.alias("window_start"), end.alias("window_end")]
@@ -251,7 +252,7 @@ def detect(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
 def aggregate(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     spec = kernel_spec(plan)
     df = sorted_groups(plan, _kernel_columns(plan, df))
-    schema = process.aggregate_schema(spec, to_arrow_schema(df.schema))
+    schema = process.aggregate_schema(spec, batch_schema(df))
     out = df.mapInArrow(process.aggregate_fn(spec), from_arrow_schema(schema))
     start, end = window_bounds(plan)
     cols = [start.alias("window_start"), end.alias("window_end")]

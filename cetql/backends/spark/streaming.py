@@ -37,11 +37,12 @@ from fractions import Fraction
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from cetql.backends.spark import compiler as C
 from cetql.backends.spark import reader
+from cetql.backends.spark.arrow import batch_schema
 from cetql.base.errors import UsageError
 from cetql.kernels import process
 from cetql.kernels import stream as S
@@ -135,8 +136,8 @@ def stateful(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     """The operator over the kernel input, and the batch's output columns."""
     spec = stream_spec(plan)
     group = list(plan.stream.key)
-    arrow = to_arrow_schema(df.schema)
-    packed_schema = from_arrow_schema(to_arrow_schema(df.select(*group).schema).append(_blob()))
+    arrow = batch_schema(df)
+    packed_schema = from_arrow_schema(batch_schema(df.select(*group)).append(_blob()))
     packed = df.mapInArrow(S.pack_fn(group), packed_schema)
     answered = packed.groupBy(*group).transformWithStateInPandas(
         statefulProcessor=WindowsProcessor(spec), outputStructType=OPERATOR_OUTPUT, outputMode="Append",
