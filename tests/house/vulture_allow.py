@@ -22,3 +22,4 @@ _.release_session_on_close  # cetql/cli.py: read by pyspark's Connect SparkSessi
 _.AUTO  # cetql/options.py: Engine.AUTO, an enum member chosen by value (--engine auto)
 _.order_key  # cetql/kernels/compare.py: the SQL dialects' tests sort by it (tests/kernels/test_compare.py checks it)
 _.CASES  # cetql/kernels/compare.py: the table of comparison cases every evaluator and SQL dialect is tested on
+_.__annotations__  # backends/spark/reader.py: pyspark reads a pandas UDF's kind from its function's type hints

@@ -16,15 +16,16 @@ from cetql.planner.semantics.schema import NUMERIC, OTHER, STRING, TIMESTAMP, Sc
 
 def summarize(described: dict[str | None, tuple], time_col: str) -> Inputs:
     """Inputs from each input's (schema, nanosecond time?, label, read as
-    text?[, local Parquet files])."""
+    text?[, local Parquet files[, its files' stamps]])."""
     cols: dict[str, tuple] = {}
     kinds = set()
     each = []
-    for name, (schema, nanos, label, text, *files) in described.items():
+    for name, (schema, nanos, label, text, *more) in described.items():
         kinds.add(time_kind(schema, time_col, nanos, name))
         found = schema.lookup(time_col)
         written = None if found is None or found[0] == OTHER else found[1]
-        each.append(InputFacts(name, label, text, written, nanos, files=files[0] if files else None))
+        files, stamps = (more + [None, ()])[:2]
+        each.append(InputFacts(name, label, text, written, nanos, files=files, stamps=stamps))
         for c in schema.columns:
             prev = cols.get(c[0])
             if prev is not None and OTHER not in (prev[1], c[1]) and prev[1] != c[1]:
@@ -57,7 +58,7 @@ def describe_paths(specs: dict[str | None, str], time_col: str) -> Inputs | None
     for name, spec in specs.items():
         source = sources.describe(spec)
         nanos = any(c.nanos and c.name == time_col for c in source.columns)
-        described[name] = (source.schema, nanos, source.name, source.text, local_files(source))
+        described[name] = (source.schema, nanos, source.name, source.text, local_files(source), source.stamps)
     return summarize(described, time_col)
 
 

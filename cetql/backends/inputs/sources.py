@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cetql.backends.inputs import times
+from cetql.backends.inputs.stamps import stamp
 from cetql.base.errors import SchemaError, UsageError
+from cetql.planner.logical.plan import FileStamp
 from cetql.planner.semantics.schema import BOOLEAN, NUMERIC, OTHER, STRING, TIMESTAMP, Schema
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
@@ -50,6 +52,7 @@ class Source:
     time_zone: str = "UTC"  # the zone of times written without one
     headers: tuple[tuple[str, ...], ...] = ()  # CSV: each file's columns in its own order
     multiline: bool = False  # CSV: a file holds a quote, so a field may hold a newline
+    stamps: tuple[FileStamp, ...] = ()  # each file's size and time when described (`stamps`)
 
     @property
     def schema(self) -> Schema:
@@ -112,7 +115,8 @@ def describe(spec: str | Path, time_zone: str = "UTC") -> Source:
     empty = [f for f in files if f.stat().st_size == 0]
     if empty and len(empty) == len(files):
         raise UsageError(f"input '{spec}' is empty" + (f" ({len(files)} empty files)" if len(files) > 1 else ""))
-    files = [f for f in files if f.stat().st_size > 0]
+    files = [f.resolve() for f in files if f.stat().st_size > 0]
+    stamped = tuple(stamp(f) for f in files)  # before reading them: a change while they are read is found later
     headers: tuple = ()
     multiline = False
     try:
@@ -128,8 +132,8 @@ def describe(spec: str | Path, time_zone: str = "UTC") -> Source:
     except Exception as e:  # a malformed file: say which and why, in one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SchemaError(f"cannot read '{spec}' as {fmt.upper()}: {first}") from None
-    return Source(str(spec), fmt, tuple(str(f.resolve()) for f in files), tuple(columns), time_zone, headers,
-                  multiline)  # fmt: skip
+    return Source(str(spec), fmt, tuple(str(f) for f in files), tuple(columns), time_zone, headers, multiline,
+                  stamped)  # fmt: skip
 
 
 def _has_quote(path: Path) -> bool:

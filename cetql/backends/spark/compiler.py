@@ -80,7 +80,7 @@ def scan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
     frames = []
     for si in op.inputs:
         inp = inputs[si.type_name]
-        df, bad = inp.df, F.lit(None).cast("string")
+        df, bad = reader.unchanged(inp.df, si.stamps, si.label), F.lit(None).cast("string")
         if si.text:
             typed = {}
             for c in inp.source.columns:

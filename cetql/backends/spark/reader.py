@@ -49,6 +49,7 @@ from cetql.backends.inputs.sources import (  # noqa: F401 - the reader's public 
     from_spark,
     is_path,
 )
+from cetql.backends.inputs.stamps import check_unchanged
 from cetql.backends.inputs.times import is_utc
 from cetql.backends.spark import times
 from cetql.planner.semantics.schema import TIMESTAMP
@@ -102,6 +103,26 @@ def _read_csv(spark, source: Source):
         )
         out = df if out is None else out.unionByName(df)
     return out
+
+
+def unchanged(df, stamps, label: str):
+    """The input's rows, read only while its files are as the plan was made
+    for them (`inputs.stamps`): checked now, and again by the job that reads
+    them, for each file a batch of rows comes from — Spark lists the files
+    when the DataFrame is made, and would read one rewritten since with the
+    old listing and columns."""
+    check_unchanged(stamps, label)
+    if not stamps:
+        return df
+    import pandas as pd  # start-up cost: pandas loads only where a file input is read
+    from pyspark.sql import functions as F
+
+    def as_planned(paths):
+        check_unchanged(stamps, label, paths.unique())
+        return pd.Series(True, index=paths.index)
+
+    as_planned.__annotations__ = {"paths": pd.Series, "return": pd.Series}  # a Series → Series pandas UDF
+    return df.filter(F.pandas_udf(as_planned, "boolean")(F.input_file_name()))
 
 
 def zoned(df, time_zone: str, naive_ns=frozenset()):

@@ -94,6 +94,17 @@ class InputFacts:
     nanos: bool = False  # a timestamp column with nanoseconds (read as epoch nanoseconds)
     streaming: bool = False  # a stream (DataFrame.isStreaming; `cetql run --stream`)
     files: LocalFiles | None = None  # local Parquet files the in-process engine could read (None: anything else)
+    stamps: tuple[FileStamp, ...] = ()  # each file as it was when the plan was made (none: not files)
+
+
+@dataclass(frozen=True)
+class FileStamp:
+    """A file as the plan was made for it: read later, it must still be so
+    (`backends.inputs.stamps`)."""
+
+    path: str
+    size: int  # bytes
+    mtime_ns: int  # modification time, nanoseconds since the epoch
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,9 @@ def _cast(kind: TimeKind, f: L.InputFacts) -> TimeCast:
 def _scan(logical: L.LogicalPlan, names: Names, filt: Filter, part: Partition, root) -> Scan:
     op = logical.find(L.Scan)
     kind = time_kind(op.inputs)
-    inputs = tuple(ScanInput(f.type_name, f.label, _cast(kind, f), f.text) for f in op.inputs.each)
+    stamped = not op.inputs.streaming  # a stream's folder receives files: its files are not the plan's
+    inputs = tuple(ScanInput(f.type_name, f.label, _cast(kind, f), f.text, f.stamps if stamped else ())
+                   for f in op.inputs.each)  # fmt: skip
     checked = [op.time_col] + ([op.id_col] if op.id_col else [])
     exprs = [filt.constant, *(m.definition for m in filt.masks), *(d.definition for d in root.derived)]
     for e in exprs:

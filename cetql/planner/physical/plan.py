@@ -19,7 +19,7 @@ from enum import StrEnum
 
 from cetql.base.options import Algorithm, Completeness, Engine, Exact, Kernel, Sharing, Strategy, TrendSet
 from cetql.kernels import spec as K
-from cetql.planner.logical.plan import InvalidRows, LateEvents, LogicalPlan, Numbers, Prefilter
+from cetql.planner.logical.plan import FileStamp, InvalidRows, LateEvents, LogicalPlan, Numbers, Prefilter
 
 
 class TimeKind(StrEnum):
@@ -136,6 +136,7 @@ class ScanInput:
     label: str
     time_cast: TimeCast
     text: bool  # read as text and cast by the reader
+    stamps: tuple[FileStamp, ...] = ()  # its files as planned: reading them refuses a file changed since
 
 
 @dataclass(frozen=True)
