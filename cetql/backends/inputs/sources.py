@@ -127,6 +127,7 @@ def describe(spec: str | Path, time_zone: str = "UTC") -> Source:
             multiline = any(_has_quote(f) for f in files)
         else:
             columns = _json_columns(files, spec)
+        _check_names(columns, spec)
     except (SchemaError, UsageError):
         raise
     except Exception as e:  # a malformed file: say which and why, in one line
@@ -134,6 +135,19 @@ def describe(spec: str | Path, time_zone: str = "UTC") -> Source:
         raise SchemaError(f"cannot read '{spec}' as {fmt.upper()}: {first}") from None
     return Source(str(spec), fmt, tuple(str(f) for f in files), tuple(columns), time_zone, headers, multiline,
                   stamped)  # fmt: skip
+
+
+def _check_names(columns, spec) -> None:
+    """Column names are unique as Spark resolves them, without case (a
+    Parquet file may hold `id` twice, a JSON object `x` beside `X`)."""
+    seen: dict[str, str] = {}
+    for c in columns:
+        other = seen.get(c.name.lower())
+        seen[c.name.lower()] = c.name
+        if other is not None:
+            same = f"two columns named '{c.name}'" if other == c.name else f"columns '{other}' and '{c.name}'"
+            raise SchemaError(f"input '{spec}' has {same}, which Spark cannot tell apart (it matches column names "
+                              "without case); rename one")  # fmt: skip
 
 
 def _has_quote(path: Path) -> bool:
@@ -213,7 +227,8 @@ def _sample_text(path: Path, size: int = SAMPLE_BYTES) -> str:
 
 
 def _csv_header(path: Path, rows: list[list[str]]) -> tuple[str, ...]:
-    """A CSV file's column names (trimmed), checked: present, named, unique."""
+    """A CSV file's column names (trimmed), checked: present and named
+    (unique: `_check_names`, for every format)."""
     if not rows:
         raise UsageError(f"input '{path}' is empty")
     header = rows[0]
@@ -226,9 +241,6 @@ def _csv_header(path: Path, rows: list[list[str]]) -> tuple[str, ...]:
     blank = [i + 1 for i, n in enumerate(names) if not n]
     if blank:
         raise SchemaError(f"'{path}': column {blank[0]} of the header has no name")
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise SchemaError(f"'{path}': the header names column '{dup[0]}' twice")
     return names
 
 

@@ -23,6 +23,7 @@ from cetql.backends.spark.arrow import batch_schema
 from cetql.backends.spark.distributed import extract
 from cetql.backends.spark.exchange import sorted_groups
 from cetql.backends.spark.exprs import column
+from cetql.backends.spark.sql import quote
 from cetql.base.options import Strategy
 from cetql.kernels import process
 from cetql.planner.logical.plan import InvalidRows
@@ -91,8 +92,8 @@ def scan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
             df = df.select(*[typed[c].alias(c) for c in df.columns], bad.alias(n.bad))
         else:
             df = df.withColumn(n.bad, bad)
-        ident = F.col(f"`{op.id_col}`") if op.id_col else F.monotonically_increasing_id()
-        time = _time(si.time_cast, F.col(f"`{op.time_col}`"))
+        ident = F.col(quote(op.id_col)) if op.id_col else F.monotonically_increasing_id()
+        time = _time(si.time_cast, F.col(quote(op.time_col)))
         df = df.withColumn(n.id, ident).withColumn(n.time, time)
         df = df.withColumn(n.type, F.lit(si.type_name).cast("string"))
         if si.time_cast == TimeCast.NANOS:  # rows show the time to the microsecond; n.time keeps every nanosecond
@@ -105,7 +106,9 @@ def scan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
     invalid_time = t.isNull()
     if op.nan_times:
         invalid_time = invalid_time | F.isnan(t) | (F.abs(t) == float("inf"))
+    times = plan.windows.times
     why = (F.when(invalid_time, F.lit(f"{INVALID}: time column '{op.time_col}' is null, NaN or infinite"))
+           .when(_outside(t, times), F.lit(f"{INVALID}: {refusals.outside(op.time_col, times.text)}"))
            .when(F.col(n.bad).isNotNull(), F.concat(F.lit(f"{INVALID} in column '"), F.col(n.bad), F.lit("'"))))  # fmt: skip
     if op.invalid == InvalidRows.DROP:
         out = out.filter(why.isNull())
@@ -117,6 +120,11 @@ def scan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
     elif op.id_col:  # a stream's: present (unique over a stream with no end cannot be checked)
         out = checks.check_present_ids(out, n.id, drop=op.invalid == InvalidRows.DROP, label=op.id_col)
     return out
+
+
+def _outside(t, times):
+    """Whether an internal time lies outside the range its windows are exact in."""
+    return (t < F.lit(times.lo)) | (t > F.lit(times.hi))
 
 
 # ---------------------------------------------------------------- Filter
@@ -140,7 +148,7 @@ def filter_events(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
 
 def _exact_time(plan: PhysicalPlan) -> str:
     """The internal time as a SQL expression in the plan's arithmetic."""
-    t = f"`{plan.names.time}`"
+    t = quote(plan.names.time)
     w = plan.windows
     if w.arithmetic == Arithmetic.INTEGER:
         return t
@@ -171,7 +179,7 @@ def windows(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
         return df.withColumn(n.window, k_hi)
     if w.block:
         df = df.withColumn(n.window_lo, k_lo).withColumn(n.window_hi, k_hi)
-        b_lo, b_hi = F.expr(_floor_div(f"`{n.window_lo}`", w.block)), F.expr(_floor_div(f"`{n.window_hi}`", w.block))
+        b_lo, b_hi = F.expr(_floor_div(quote(n.window_lo), w.block)), F.expr(_floor_div(quote(n.window_hi), w.block))
         return df.withColumn(n.window, F.explode(F.sequence(b_lo, b_hi)))
     return df.withColumn(n.window, F.explode(F.sequence(k_lo, k_hi)))
 
@@ -179,8 +187,8 @@ def windows(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
 def window_bounds(plan: PhysicalPlan):
     """(window_start, window_end) columns from the window index."""
     w = plan.windows
-    start = F.expr(f"`{plan.names.window}` * {number(w.slide)}")
-    end = F.expr(f"`{plan.names.window}` * {number(w.slide)} + {number(w.length)}")
+    start = F.expr(f"{quote(plan.names.window)} * {number(w.slide)}")
+    end = F.expr(f"{quote(plan.names.window)} * {number(w.slide)} + {number(w.length)}")
     if w.bounds == Bounds.TIMESTAMP:
         return F.timestamp_micros(start.cast("long")), F.timestamp_micros(end.cast("long"))
     if w.bounds == Bounds.TIMESTAMP_NS:
@@ -202,11 +210,11 @@ def partition(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     kernel splits groups by."""
     op = plan.partition
     for k in op.keys:
-        df = df.filter(F.col(f"`{k.attr}`").isNotNull()).withColumn(k.column, F.col(f"`{k.attr}`"))
+        df = df.filter(F.col(quote(k.attr)).isNotNull()).withColumn(k.column, F.col(quote(k.attr)))
     for k in op.subkeys:
-        df = df.withColumn(k.column, F.col(f"`{k.attr}`"))
+        df = df.withColumn(k.column, F.col(quote(k.attr)))
     for k in op.state_keys:
-        df = df.withColumn(k.column, F.col(f"`{k.attr}`"))
+        df = df.withColumn(k.column, F.col(quote(k.attr)))
     return df
 
 
@@ -229,7 +237,7 @@ def _with_rows(plan: PhysicalPlan, df: DataFrame) -> tuple[DataFrame, tuple[str,
     if not plan.root.with_rows:
         return df, ()
     user = [c for c in df.columns if not c.startswith(plan.names.prefix)]
-    return df.withColumn(plan.names.row, F.struct(*[F.col(f"`{c}`") for c in user])), (plan.names.row,)
+    return df.withColumn(plan.names.row, F.struct(*[F.col(quote(c)) for c in user])), (plan.names.row,)
 
 
 def detect(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
@@ -257,7 +265,7 @@ def aggregate(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     start, end = window_bounds(plan)
     cols = [start.alias("window_start"), end.alias("window_end")]
     cols += [F.col(k.column).alias(k.attr) for k in plan.partition.keys if k.output is not None]
-    cols += [F.col(f"`{t.name}`") for t in spec.targets]
+    cols += [F.col(quote(t.name)) for t in spec.targets]
     return out.select(*cols)
 
 
@@ -278,16 +286,17 @@ def diagnose_invalid(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> str
                 continue
             if si.text:
                 typed, invalid = reader.cast_column(inp.source, name)
-                aggs += [F.sum(invalid.cast("long")), F.first(F.when(invalid, F.col(f"`{name}`")), ignorenulls=True)]
+                aggs += [F.sum(invalid.cast("long")), F.first(F.when(invalid, F.col(quote(name))), ignorenulls=True)]
                 labels.append(("invalid", name, next(c.type for c in inp.source.columns if c.name == name)))
             else:
-                typed = F.col(f"`{name}`")
+                typed = F.col(quote(name))
             if name == op.time_col:
                 bad = typed.isNull()
                 if op.nan_times:
                     bad = bad | F.isnan(typed) | (F.abs(typed) == float("inf"))
-                aggs.append(F.sum(bad.cast("long")))
-                labels.append(("time", name, None))
+                aggs += [F.sum(bad.cast("long")), F.sum((~bad & _outside(_time(si.time_cast, typed),
+                                                                          plan.windows.times)).cast("long"))]  # fmt: skip
+                labels += [("time", name, None), ("range", name, plan.windows.times.text)]
         if aggs:
             parts += _describe_counts(list(df.agg(*aggs).collect()[0]), labels, where)
     if not parts:
@@ -305,6 +314,10 @@ def _describe_counts(values: list, labels: list, where: str) -> list[str]:
                         "boolean": "true or false"}.get(typ, typ)  # fmt: skip
                 parts.append(f"column '{name}'{where} holds {n:,} value(s) that cannot be read as {what} "
                              f"(e.g. {sample!r})")  # fmt: skip
+        elif kind == "range":
+            n = values.pop(0)
+            if n:
+                parts.append(refusals.outside(name, typ, n, where))
         else:
             n = values.pop(0)
             if n:

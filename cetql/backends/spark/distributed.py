@@ -50,7 +50,7 @@ def _transition(spec: K.DetectSpec) -> K.Transition:
 
 
 def _prefixed(df, prefix: str):
-    return df.select(*[df[f"`{c}`"].alias(prefix + c) for c in df.columns])
+    return df.select(*[df[quote(c)].alias(prefix + c) for c in df.columns])
 
 
 def _pair_condition(spec: K.DetectSpec, p="p_", n="n_"):

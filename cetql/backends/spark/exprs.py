@@ -12,6 +12,7 @@ from decimal import Decimal
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from cetql.backends.spark.sql import quote
 from cetql.base.errors import ParameterError
 from cetql.kernels import spec as K
 
@@ -36,7 +37,7 @@ def _compare(op: str, a: Column, b: Column) -> Column:
     return {"=": a == b, "!=": a != b, "<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
 
 
-def column(e: K.Expr, resolve=lambda _slot, name: F.col(f"`{name}`")) -> Column:
+def column(e: K.Expr, resolve=lambda _slot, name: F.col(quote(name))) -> Column:
     """`resolve(slot, column)` gives the Spark column a reference reads."""
 
     def spell(x: K.Expr) -> Column:

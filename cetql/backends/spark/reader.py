@@ -52,6 +52,7 @@ from cetql.backends.inputs.sources import (  # noqa: F401 - the reader's public 
 from cetql.backends.inputs.stamps import check_unchanged
 from cetql.backends.inputs.times import is_utc
 from cetql.backends.spark import times
+from cetql.backends.spark.sql import quote
 from cetql.planner.semantics.schema import TIMESTAMP
 
 # The one session setting the readers change (for nanosecond Parquet inputs):
@@ -69,10 +70,10 @@ def read(spark, source: Source):
             spark.conf.set(NANOS_AS_LONG, "true")
         df = spark.read.parquet(*files)
         naive_ns = {c.name for c in source.columns if c.nanos and c.naive}
-        return zoned(df.select(*[f"`{c.name}`" for c in source.columns]), source.time_zone, naive_ns)
+        return zoned(df.select(*[quote(c.name) for c in source.columns]), source.time_zone, naive_ns)
     if source.format == "csv":
         return _read_csv(spark, source)
-    ddl = ", ".join(f"`{c.name}` string" for c in source.columns)
+    ddl = ", ".join(f"{quote(c.name)} string" for c in source.columns)
     return (
         spark.read.option("mode", "FAILFAST")
         .option("timeZone", source.time_zone)
@@ -87,7 +88,7 @@ def _read_csv(spark, source: Source):
     by_order: dict[tuple[str, ...], list[str]] = {}
     for f, header in zip(source.files, source.headers or [tuple(c.name for c in source.columns)] * len(source.files)):
         by_order.setdefault(header, []).append(f)
-    names = [f"`{c.name}`" for c in source.columns]
+    names = [quote(c.name) for c in source.columns]
     out = None
     for header, files in by_order.items():
         df = (
@@ -97,7 +98,7 @@ def _read_csv(spark, source: Source):
             .option("multiLine", source.multiline)
             .option("escape", '"')  # RFC 4180: a quote inside quotes is doubled; a backslash is a backslash
             .option("timeZone", source.time_zone)
-            .schema(", ".join(f"`{n}` string" for n in header))
+            .schema(", ".join(f"{quote(n)} string" for n in header))
             .csv(files)
             .select(*names)
         )
@@ -137,7 +138,7 @@ def zoned(df, time_zone: str, naive_ns=frozenset()):
         return df
     out = []
     for field in df.schema.fields:
-        col = F.col(f"`{field.name}`")
+        col = F.col(quote(field.name))
         if field.dataType.simpleString() == "timestamp_ntz":
             col = times.ntz_instant(col, time_zone).alias(field.name)
         elif field.name in naive_ns:
@@ -162,7 +163,7 @@ def as_nanoseconds(df, source: Source | None, names: set[str]):
     if source.text:  # the cast reads the text to the nanosecond
         columns = tuple(replace(c, nanos=True) if c.name in change else c for c in source.columns)
         return df, replace(source, columns=columns)
-    df = df.select(*[times.epoch_nanos(F.col(f"`{c}`"), False).alias(c) if c in change else F.col(f"`{c}`")
+    df = df.select(*[times.epoch_nanos(F.col(quote(c)), False).alias(c) if c in change else F.col(quote(c))
                      for c in df.columns])  # fmt: skip
     columns = tuple(replace(c, type="bigint", nanos=True) if c.name in change else c for c in source.columns)
     return df, replace(source, columns=columns)
@@ -174,7 +175,7 @@ def cast_column(source: Source, name: str):
     from pyspark.sql import functions as F
 
     col = next(c for c in source.columns if c.name == name)
-    raw = F.col(f"`{name}`")
+    raw = F.col(quote(name))
     if not source.text or col.type in ("string", "nested"):
         return raw, F.lit(False)
     trimmed = F.trim(raw)

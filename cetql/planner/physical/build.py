@@ -40,6 +40,7 @@ from cetql.planner.physical.plan import (
     WindowKeys,
     Windows,
 )
+from cetql.planner.physical.ranges import time_range
 from cetql.planner.semantics import ir
 from cetql.planner.semantics.template import Template
 
@@ -200,8 +201,10 @@ def _windows(logical: L.LogicalPlan) -> Windows:
         bounds = Bounds.INTEGER
     arithmetic = Arithmetic.INTEGER if integer else Arithmetic.DECIMAL
     exact = (lambda d: int(d)) if integer else (lambda d: d.normalize())
+    times = time_range(kind.value, None if integer else max(places, time_scale),
+                       places if bounds == Bounds.DECIMAL else None, exact(length), exact(slide))  # fmt: skip
     return Windows(arithmetic, exact(length), exact(slide), max(places, time_scale), bounds, places, w.copies,
-                   op.sharing.choice, op.block)  # fmt: skip
+                   op.sharing.choice, op.block, times)  # fmt: skip
 
 
 # ---------------------------------------------------------------- Partition
