@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 
 from cetql.base.errors import ArgumentTypeError, UsageError, flag
@@ -206,21 +207,29 @@ def _enum(cls, value, keyword: str, what: str):
     raise UsageError(f"{flag(keyword)} {value!r}: unknown {what}; expected one of {choices}")
 
 
-def _count(value, keyword: str, *, allow_zero: bool) -> int | None:
+MAX_LONG = 2**63 - 1  # a whole-number option Spark or the kernels hold as a 64-bit number
+MAX_INT = 2**31 - 1  # … as a 32-bit one (partitions)
+
+
+def count(value, keyword: str, *, allow_zero: bool, most: int = MAX_LONG) -> int | None:
+    """A whole-number option (a Python int, or text as the command line
+    gives it): positive, or zero where `allow_zero`, and at most `most`."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ArgumentTypeError(f"{keyword} must be a whole number, not {value!r}")
     if not isinstance(value, int):
         try:
-            as_float = float(value)
-        except ValueError:
-            raise UsageError(f"{flag(keyword)} {value!r}: must be a whole number") from None
-        if not math.isfinite(as_float) or as_float != int(as_float):
+            number = Decimal(str(value).strip())
+        except InvalidOperation:
+            number = Decimal("NaN")
+        if not number.is_finite() or number != number.to_integral_value():
             raise UsageError(f"{flag(keyword)} {value!r}: must be a whole number")
-        value = int(as_float)
+        value = int(number)
     if value < 0 or (value == 0 and not allow_zero):
         raise UsageError(f"{flag(keyword)} {value}: must be {'zero or ' if allow_zero else ''}positive")
+    if value > most:
+        raise UsageError(f"{flag(keyword)} {value}: must be at most {most:,}")
     return value
 
 
@@ -275,11 +284,11 @@ class RunOptions:
             if k in given and not isinstance(given[k], bool):
                 raise ArgumentTypeError(f"{k} must be True or False, not {given[k]!r}")
         if "partitions" in given:
-            given["partitions"] = _count(given["partitions"], "partitions", allow_zero=False)
+            given["partitions"] = count(given["partitions"], "partitions", allow_zero=False, most=MAX_INT)
         if "max_trends" in given:
-            given["max_trends"] = _count(given["max_trends"], "max_trends", allow_zero=True)
+            given["max_trends"] = count(given["max_trends"], "max_trends", allow_zero=True)
         if "max_windows" in given:
-            given["max_windows"] = _count(given["max_windows"], "max_windows", allow_zero=True)
+            given["max_windows"] = count(given["max_windows"], "max_windows", allow_zero=True)
         if "memory_budget" in given:
             given["memory_budget"] = parse_size(given["memory_budget"])
         if "time_unit" in given:

@@ -24,6 +24,7 @@ import pyarrow as pa
 from cetql.backends.embedded import checks, reader
 from cetql.backends.embedded.output import output
 from cetql.backends.embedded.slices import kernels
+from cetql.backends.inputs.stamps import check_unchanged
 from cetql.backends.sql import windows as W
 from cetql.backends.sql.dialects import DUCKDB
 from cetql.backends.sql.expressions import condition, to_sql
@@ -85,7 +86,11 @@ def scan(con: duckdb.DuckDBPyConnection, plan: PhysicalPlan) -> int:
     union = " UNION ALL BY NAME ".join(f"SELECT * FROM ({p})" for p in parts)
     if plan.scan.id_col is None:  # ids from input order: numbered as read (only aggregation, where none is shown)
         union = f"SELECT * REPLACE (CAST(row_number() OVER () - 1 AS BIGINT) AS {Q(plan.names.id)}) FROM ({union})"
+    for si in plan.scan.inputs:  # the files as planned: before they are read, and after (a change while read)
+        check_unchanged(si.stamps, si.label)
     con.execute(f"CREATE TABLE {EVENTS} AS {union}").fetchall()
+    for si in plan.scan.inputs:
+        check_unchanged(si.stamps, si.label)
     return checks.check_rows(con, plan, EVENTS, sources)
 
 

@@ -19,7 +19,8 @@ from enum import StrEnum
 
 from cetql.base.options import Algorithm, Completeness, Engine, Exact, Kernel, Sharing, Strategy, TrendSet
 from cetql.kernels import spec as K
-from cetql.planner.logical.plan import InvalidRows, LateEvents, LogicalPlan, Numbers, Prefilter
+from cetql.planner.logical.plan import FileStamp, InvalidRows, LateEvents, LogicalPlan, Numbers, Prefilter
+from cetql.planner.physical.ranges import TimeRange
 
 
 class TimeKind(StrEnum):
@@ -136,6 +137,7 @@ class ScanInput:
     label: str
     time_cast: TimeCast
     text: bool  # read as text and cast by the reader
+    stamps: tuple[FileStamp, ...] = ()  # its files as planned: reading them refuses a file changed since
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,7 @@ class Windows:
     per_event: int  # the most windows an event falls in
     sharing: Sharing | None  # None: tumbling
     block: int  # blocks: windows per block (0: each window its own group)
+    times: TimeRange | None = None  # the internal times these windows are exact for; others are invalid rows
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,8 @@ def _windows(p: PhysicalPlan) -> list[str]:
     lines = [f"{how}: {p.names.window} from floor(({t} - {w.length}) / {w.slide}) + 1 to floor({t} / {w.slide})",
              f"bounds {w.bounds.value}: [k * {w.slide}, k * {w.slide} + {w.length}); up to {w.per_event} window(s) "
              "an event"]  # fmt: skip
+    if w.times is not None:
+        lines.append(f"times {w.times.text}; a time outside is an invalid row")
     if w.sharing is None:
         lines.append("tumbling: one window an event")
     elif w.block:

@@ -83,9 +83,9 @@ def _common(p) -> None:
                    help="sliding windows: copy each event into every window, or into blocks of windows "
                         "(default: chosen by the plan)")  # fmt: skip
     p.add_argument("--with-rows", action="store_true", help="detection: add the events' input rows to each trend")
-    p.add_argument("--max-trends", type=int, metavar="N",
+    p.add_argument("--max-trends", metavar="N",
                    help="detection: refuse a (window, group) with more than N trends (default 10,000,000; 0: no limit)")
-    p.add_argument("--max-windows", type=int, metavar="N",
+    p.add_argument("--max-windows", metavar="N",
                    help="refuse WITHIN/SLIDE that put an event in more than N windows (default 100,000; 0: no limit)")
     p.add_argument("--memory-budget", metavar="SIZE",
                    help="detection: what one task may hold beyond its group's events, e.g. 256m or 2g: its graph's "

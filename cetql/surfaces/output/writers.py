@@ -9,6 +9,7 @@ import json
 import uuid
 from pathlib import Path
 
+from cetql.backends.spark.sql import quote
 from cetql.base.errors import CetqlError
 from cetql.base.options import OutputFormat, OutputMode
 from cetql.surfaces.output.paths import resolve_output
@@ -28,7 +29,7 @@ def prepare_for_format(df, fmt: OutputFormat):
         if field.name == "events" and t == "array":
             df = df.withColumn("events", F.concat_ws(";", F.col("events").cast("array<string>")))
         elif t in ("array", "struct", "map"):
-            df = df.withColumn(field.name, F.to_json(F.col(f"`{field.name}`")))
+            df = df.withColumn(field.name, F.to_json(F.col(quote(field.name))))
     return df
 
 
