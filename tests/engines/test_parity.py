@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from engines import footer, plan, rows, run_to, write_inputs
 from generators import queries, stream
 from hypothesis import HealthCheck, Phase, assume, given, settings
@@ -81,3 +82,65 @@ def test_the_readme_example_is_the_same_on_both_engines(spark, tmp_path):
     check_same(out, text)
     assert len(out[Engine.EMBEDDED][0]) == 3771
     assert pq.read_table(tmp_path / "embedded").num_rows == 3771
+
+
+def _checks(n: int = 300) -> list[dict]:
+    import csv as _csv
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "data" / "checks.csv"
+    with open(examples, newline="") as f:
+        return [dict(r, ts=int(r["ts"]), id=int(r["id"])) for r, _ in zip(_csv.DictReader(f), range(n))]
+
+
+BASE = 1_700_000_000  # seconds: November 2023
+
+
+def _iso(t: int, nanos: int, zone: str | None) -> str:
+    import datetime as dt
+
+    wall = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=BASE + t)
+    text = wall.isoformat(sep="T") + (f".{nanos:09d}" if nanos else "")
+    return text + (zone or "")
+
+
+def _time_inputs(folder: Path, kind: str) -> str:
+    """The README's checks with their times as `kind`, written as a file."""
+    import pyarrow as pa
+
+    rows = _checks()
+    if kind.startswith("csv"):
+        zone = {"csv-iso": None, "csv-iso-z": "Z", "csv-iso-offset": "+02:00", "csv-iso-nanos": None}[kind]
+        lines = ["ts,id,src,dst,type"] + [
+            f"{_iso(r['ts'], 7 * r['id'] + 1 if kind == 'csv-iso-nanos' else 0, zone)},{r['id']},{r['src']},"
+            f"{r['dst']},{r['type']}" for r in rows]  # fmt: skip
+        (folder / "in.csv").write_text("\n".join(lines) + "\n")
+        return str(folder / "in.csv")
+    unit, tz = {"parquet-us-utc": ("us", "UTC"), "parquet-ms-naive": ("ms", None), "parquet-ns-utc": ("ns", "UTC"),
+                "parquet-ns-naive": ("ns", None), "parquet-s-offset": ("s", "+05:30")}[kind]  # fmt: skip
+    scale = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[unit]
+    stamps = pa.array([(BASE + r["ts"]) * scale + (r["id"] if unit == "ns" else 0) for r in rows], pa.int64())
+    table = pa.table({"ts": stamps.cast(pa.timestamp(unit, tz=tz)), "id": [r["id"] for r in rows],
+                      "src": [r["src"] for r in rows], "dst": [r["dst"] for r in rows]})  # fmt: skip
+    pq.write_table(table, folder / "in.parquet")
+    return str(folder / "in.parquet")
+
+
+TIME_KINDS = ["csv-iso", "csv-iso-z", "csv-iso-offset", "csv-iso-nanos", "parquet-us-utc", "parquet-ms-naive",
+              "parquet-ns-utc", "parquet-ns-naive", "parquet-s-offset"]  # fmt: skip
+
+
+@pytest.mark.parametrize("zone", ["UTC", "+05:30"])
+@pytest.mark.parametrize("kind", TIME_KINDS)
+def test_every_time_kind_is_read_alike_by_both_engines(spark, tmp_path, kind, zone):
+    """Times as ISO text (a zone, an offset, none; digits below the
+    microsecond) and as Parquet timestamps (every unit, zoned and naive),
+    read in UTC and in a fixed offset: the same windows, trends, types and
+    footers on both engines."""
+    data = _time_inputs(tmp_path, kind)
+    text = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100 seconds SLIDE 50 seconds"
+    out = {}
+    for engine in (Engine.EMBEDDED, Engine.SPARK):
+        done = run_to(tmp_path / engine.value, text, data, {}, engine, spark=spark, id_col="id", time_zone=zone)
+        out[engine] = (rows(done), footer(done))
+    check_same(out, f"{kind} in {zone}")
+    assert len(out[Engine.EMBEDDED][0]) > 100

@@ -170,9 +170,11 @@ def window_bounds(plan: PhysicalPlan):
     start, end = F.expr(W.window_start(plan, k)), F.expr(W.window_end(plan, k))
     if w.bounds == Bounds.TIMESTAMP:
         return F.timestamp_micros(start.cast("long")), F.timestamp_micros(end.cast("long"))
-    if w.bounds == Bounds.TIMESTAMP_NS:
-        return (F.timestamp_micros(F.floor(start / 1000).cast("long")),
-                F.timestamp_micros(F.floor(end / 1000).cast("long")))  # fmt: skip
+    if w.bounds == Bounds.TIMESTAMP_NS:  # to the microsecond, floored exactly (a double would round epoch nanoseconds)
+        def micros(bound: str):  # never null (the window is not): Spark cannot tell that of pmod and div
+            return F.coalesce(F.timestamp_micros(F.expr(W.floor_div(SPARK, bound, 1000))), F.timestamp_micros(F.lit(0)))
+
+        return micros(W.window_start(plan, k)), micros(W.window_end(plan, k))
     if w.bounds == Bounds.DECIMAL:
         kind = f"decimal(38,{w.bounds_scale})"
         return start.cast(kind), end.cast(kind)
