@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 
-from cetql.base.options import Algorithm, Completeness, Engine, Exact, Kernel, Sharing, Strategy, TrendSet
+from cetql.base.options import Algorithm, Compiled, Completeness, Engine, Exact, Kernel, Sharing, Strategy, TrendSet
 from cetql.kernels import spec as K
 from cetql.planner.logical.plan import FileStamp, InvalidRows, LateEvents, LogicalPlan, Numbers, Prefilter
 from cetql.planner.physical.ranges import TimeRange
@@ -233,6 +233,7 @@ class Detect:
     shared_graph: bool
     with_rows: bool
     prefilter: Prefilter | None  # the distributed strategy
+    compiled: Compiled = Compiled.AUTO  # where the kernels' compiled loops run (`kernels.select`)
 
 
 @dataclass(frozen=True)
@@ -246,6 +247,7 @@ class Aggregate:
     kernel: Kernel
     numbers: Numbers
     propagate: bool
+    compiled: Compiled = Compiled.AUTO  # where the kernels' compiled loops run (`kernels.select`)
 
     @property
     def approx(self) -> bool:
