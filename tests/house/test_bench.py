@@ -3,13 +3,17 @@ bench/ with a `main()`, `python -m bench` lists them all, and an unknown
 case is refused by name."""
 
 import ast
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-from cases import CASES  # noqa: E402
+_spec = importlib.util.spec_from_file_location("_bench_cases", ROOT / "bench" / "cases.py")
+_cases = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = _cases  # dataclasses look their module up by name
+_spec.loader.exec_module(_cases)
+CASES = _cases.CASES  # by its path: tests/support has a `cases` module of its own
 
 
 def test_every_case_names_a_script_with_a_main():
