@@ -25,4 +25,6 @@ _.CASES  # cetql/kernels/compare.py: the table of comparison cases every evaluat
 _.capability_fields  # cetql/planner/physical/engine.py: tests/engines/test_capabilities.py walks every entry with it
 _._check_value  # surfaces/cli/parsing.py: argparse's hook for a value outside an argument's choices
 _.tempdir  # surfaces/serve/runner.py: read by the standard library's tempfile (None: TMPDIR is read again)
+_.errors  # base/streams.py: the text-stream protocol's attribute, read by whoever writes to standard error
+_.writable  # base/streams.py: the io protocol's method, asked by print() and logging
 _.__annotations__  # backends/spark/reader.py: pyspark reads a pandas UDF's kind from its function's type hints

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -346,6 +347,27 @@ def test_what_a_stream_cannot_run_is_refused(streams, tmp_path):
     static = frame(streams, [FLUSH])
     with pytest.raises(UsageError, match="for streaming inputs"):
         streams.cet("RETURN COUNT(*) PATTERN A+ WITHIN 10", static, watermark="5 s")
+
+
+def test_a_stream_with_a_watermark_of_its_own_is_refused_with_the_delay_to_give(streams, tmp_path):
+    """withWatermark on the input: Spark would hold the operator to the
+    lower of its watermark and cetql's (whose clock starts 2^50 ms later),
+    so no window would close; refused when planned, saying what to give."""
+    from pyspark.sql.connect import plan as P
+
+    from cetql.backends.spark.streaming import _watermark_in_plan
+
+    write_files(tmp_path / "in", [[FLUSH]])
+    source = streams.readStream.schema(DDL).parquet(str(tmp_path / "in"))
+    text = "RETURN COUNT(*) PATTERN A+ WITHIN 10 seconds"
+    with pytest.raises(UsageError, match=r"withWatermark on 'at', 2\.5 s\).*watermark='2\.5 s'"):
+        streams.cet(text, source.withWatermark("at", "2500 milliseconds"), time_col="at")
+    with pytest.raises(UsageError, match=r"withWatermark\);.*watermark=DELAY"):  # its column no longer selected
+        streams.cet("RETURN COUNT(*) PATTERN A+ WITHIN 10", source.withWatermark("at", "1 minute").drop("at"))
+    assert streams.cet(text, source, time_col="at", watermark="2.5 s").isStreaming
+    # on Spark Connect the client's plan says it (a join's or a union's other side too)
+    assert _watermark_in_plan(SimpleNamespace(_plan=P.SetOperation(P.Read("a"), P.WithWatermark(P.Read("b"), "at", "1 s"), "union")))
+    assert not _watermark_in_plan(SimpleNamespace(_plan=P.Project(P.Read("a"), [])))
 
 
 def test_a_stream_has_the_batch_schema_for_every_kind_of_window(streams, tmp_path):

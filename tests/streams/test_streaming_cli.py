@@ -12,6 +12,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from processes import spark_env, stop
 from cetql.backends.spark.streaming import PROVIDER
 from cetql.surfaces.cli.main import main
 from cetql.surfaces.cli.stream import CHANGELOG
+from cetql.surfaces.output import streamed
 
 KITING = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst\nWITHIN 20 SLIDE 10\n"
 
@@ -110,9 +112,69 @@ def test_killed_and_restarted_on_its_checkpoint_writes_every_window_once(spark, 
 
 
 def _written(spark, out: Path) -> list[tuple]:
-    if not (out / "_spark_metadata").is_dir():
+    if not list(out.glob("part-*")):
         return []
     return sorted((r["window_start"], tuple(r["events"])) for r in spark.read.parquet(str(out)).collect())
+
+
+def _uncommitted(out: Path) -> list[Path]:
+    """Part files a file sink is writing (in the output, or in cetql's sink inside it) that no commit lists yet."""
+    listed = {f.name for folder in (out, streamed.sink_of(out)) for f in streamed.committed(folder)}  # X
+    return [f for folder in (out, streamed.sink_of(out)) if folder.is_dir() for f in folder.glob("part-*")
+            if f.name not in listed]  # fmt: skip
+
+
+def test_a_stream_killed_mid_batch_leaves_only_whole_files(spark, tmp_path):
+    """SIGKILL to the stream's command and its JVM while a micro-batch
+    writes its part files: every file a
+    reader of the output finds opens (pyarrow, pandas), and the same
+    command again writes each window once and leaves nothing half-written."""
+    folder, out, ck = tmp_path / "in", tmp_path / "out", tmp_path / "ck"
+    folder.mkdir()
+    (tmp_path / "q.cet").write_text(KITING)
+    rnd = random.Random(5)
+    events = checks(0, range(0, 60), rnd)
+    dense = [{"id": 1000 + i, "ts": 61 + i, "src": "a", "dst": "a"} for i in range(19)]  # 2^17 trends in [60, 80)
+    drop(folder, "part-0.csv", events + dense)
+    command = [sys.executable, "-m", "cetql", "run", str(tmp_path / "q.cet"), "--stream", "--input", str(folder),
+               "--id-col", "id", "--output", str(out), "--checkpoint", str(ck), "--max-trends", "0"]  # fmt: skip
+    env = spark_env(CETQL_DRIVER_MEMORY="1g", CETQL_CLASS_ARCHIVE="off")
+    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _wait(lambda: _read(ck, "part-0.csv"))
+        drop(folder, "part-1.csv", [{"id": 10**6, "ts": 10**6, "src": "z", "dst": "z"}])  # closes every window
+        _wait(lambda: _uncommitted(out) or first.poll() is not None, timeout=300)
+        os.killpg(first.pid, signal.SIGKILL)  # the JVM too, with no time to remove what its tasks began
+        first.wait(timeout=60)
+        _wait(lambda: not descendants_of_group(first.pid), timeout=60)
+    finally:
+        stop(first, kill=True)
+    assert first.returncode == -signal.SIGKILL, first.communicate()[1].decode()[-2000:]
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    for f in out.glob("part-*"):
+        pq.read_table(f)  # whole: a file cut short raises here
+    if list(out.glob("part-*")):
+        pd.read_parquet(out)
+    second = subprocess.run([*command, "--until-idle", "5"], env=env, capture_output=True, timeout=600)
+    assert second.returncode == 0, second.stderr.decode()[-2000:]
+    assert _written(spark, out) == batch_rows(spark, events + dense, KITING)  # the flush's own windows stay open
+    assert _uncommitted(out) == [] and len(pd.read_parquet(out)) == len(_written(spark, out))
+
+
+def descendants_of_group(pgid: int) -> list[int]:
+    """The live processes of process group `pgid` (a killed command's JVM and workers)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                found.append(int(d.name))
+    return found
 
 
 @pytest.fixture
@@ -170,3 +232,97 @@ def test_stream_arguments_are_checked_before_spark(tmp_path, capsys):
     for argv, message in cases:
         assert main(argv) == 2, argv
         assert message in capsys.readouterr().err, argv
+
+
+# ---------------------------------------------------------------- --until-idle, without Spark
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class _Query:
+    """A stream that goes through `script` (one (status message, progress
+    or None) per poll), on a clock of its own: each wait moves it on."""
+
+    def __init__(self, script, clock: _Clock):
+        self.script, self.clock, self.at = list(script), clock, 0
+        self.recentProgress, self.stopped_at = [], None
+
+    @property
+    def isActive(self) -> bool:
+        return self.stopped_at is None
+
+    @property
+    def status(self) -> dict:
+        message, _ = self.script[min(self.at, len(self.script) - 1)]
+        return {"message": message, "isDataAvailable": message == "Processing new data", "isTriggerActive": True}
+
+    def awaitTermination(self, seconds: float) -> None:
+        self.clock.now += seconds
+        self.at += 1
+        assert self.at < len(self.script), "never stopped"
+        progress = self.script[self.at][1]
+        if progress is not None:
+            self.recentProgress.append(progress)
+
+    def stop(self) -> None:
+        self.stopped_at = self.clock.now
+
+    def exception(self):
+        return None
+
+
+def test_until_idle_counts_from_the_last_batch_once_the_stream_has_started(monkeypatch, capsys):
+    """A start slower than --until-idle (Initializing sources), a batch with
+    input, a long one that only closes windows, then triggers that find no
+    new file, each seen while it polls (a loaded machine): the stream stops
+    once, `idle` seconds after the last batch ended, never before its first
+    batch, never in one."""
+    from types import SimpleNamespace
+
+    from cetql.surfaces.cli import stream as S
+
+    clock = _Clock()
+    monkeypatch.setattr(S, "time", clock)
+    polls = lambda n, message, progress=None: [(message, None)] * (n - 1) + [(message, progress)]  # noqa: E731
+    script = (polls(40, "Initializing sources") + polls(10, "Processing new data")
+              + polls(1, "Waiting for data to arrive", {"batchId": 0, "numInputRows": 5})
+              + polls(20, "No new data but cleaning up state")
+              + polls(1, "Waiting for data to arrive", {"batchId": 1, "numInputRows": 0})
+              + polls(200, "Waiting for data to arrive"))  # fmt: skip
+    query, published = _Query(script, clock), []
+    idle = 3.0
+    assert S._watch(query, SimpleNamespace(until_idle=idle), lambda: published.append(clock.now)) == 0
+    last_batch = S.POLL_SECONDS * (40 + 10 + 1 + 20 + 1 - 1)
+    assert last_batch + idle < query.stopped_at <= last_batch + idle + 2 * S.POLL_SECONDS
+    assert len(published) == 3 and published[-1] == query.stopped_at  # each batch's rows, then the last ones
+    assert f"stopped after {idle:g} s without new input" in capsys.readouterr().err
+
+
+def test_until_idle_ends_a_stream_whose_watermark_no_longer_moves(cli_session, tmp_path, capsys):
+    """Windows still open when the input stops (their timers pending, the
+    watermark at the last event for good): --until-idle ends the stream,
+    with the windows the watermark closed printed, and only those."""
+    rnd = random.Random(11)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (tmp_path / "q.cet").write_text(KITING)
+    events = checks(0, [0, 3, 5, 8, 12, 14, 19, 22, 27, 33], rnd)
+    drop(folder, "part-0.csv", events)
+    guard = threading.Timer(600, lambda: [q.stop() for q in cli_session.streams.active])  # ends a hang, nothing else
+    guard.start()
+    try:
+        code = main(["run", str(tmp_path / "q.cet"), "--stream", "--input", str(folder), "--id-col", "id",
+                     "--format", "csv", "--until-idle", "2"])  # fmt: skip
+    finally:
+        guard.cancel()
+    out, err = capsys.readouterr()
+    assert code == 0 and "stopped after 2 s without new input" in err, err
+    got = sorted((int(r["window_start"]), tuple(int(x) for x in r["events"].split(";"))) for r in csv.DictReader(io.StringIO(out)))
+    batch = batch_rows(cli_session, events, KITING)
+    assert got == [r for r in batch if r[0] + 20 <= 33] and len(got) < len(batch)  # [20, 40) and [30, 50) open

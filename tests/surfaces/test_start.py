@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
@@ -39,7 +40,10 @@ def cache(tmp_path, monkeypatch):
     folder = tmp_path / "cache"
     monkeypatch.setenv("CETQL_CACHE_DIR", str(folder))
     monkeypatch.delenv("CETQL_CLASS_ARCHIVE", raising=False)
-    return folder
+    monkeypatch.setattr(cds, "_writer", None)
+    yield folder
+    if cds._writer is not None:  # the lock a test left taken
+        os.close(cds._writer[0])
 
 
 def _flag(options: list[str]) -> tuple[str, Path]:
@@ -48,36 +52,69 @@ def _flag(options: list[str]) -> tuple[str, Path]:
     return flag, Path(path)
 
 
+def _elsewhere(cache: Path) -> list[str]:
+    """`class_archive()` as another run on this cache sees it."""
+    code = "from cetql.backends.spark import archive; print(repr(archive.class_archive()))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "CETQL_CACHE_DIR": str(cache)})  # fmt: skip
+    return eval(done.stdout)  # noqa: S307 - a list of strings this test printed
+
+
+def _dump(content: bytes):
+    """`subprocess` for the archive module, its jcmd answered as the JVM
+    would: the archive written to the path asked for."""
+
+    def run(command, **_):
+        Path(command[-1]).write_bytes(content)
+        return subprocess.CompletedProcess(command, 0)
+
+    return SimpleNamespace(run=run, SubprocessError=subprocess.SubprocessError, DEVNULL=subprocess.DEVNULL)
+
+
 # ---------------------------------------------------------------- the class archive, without a JVM
 
 
-def test_class_archive_is_written_once_then_mapped(cache):
-    flag, part = _flag(cds.class_archive())
-    assert flag == "-XX:ArchiveClassesAtExit" and part.parent == cache / "classes" and part.suffix == ".part"
-    assert cds.class_archive(write=False) == []  # a server never writes one
-    part.write_bytes(bytes(8192))  # being written: the JVM writes the header last
-    assert cds.class_archive() == []  # another run is writing it: this one neither writes nor maps
-    part.write_bytes(MAGIC + bytes(8188))  # finished
-    flag, archive = _flag(cds.class_archive())
-    assert flag == "-XX:SharedArchiveFile" and archive.name.endswith(".8192.jsa") and not part.exists()
-    assert _flag(cds.class_archive(write=False)) == (flag, archive)
+def test_class_archive_is_written_once_then_mapped(cache, monkeypatch):
+    assert cds.class_archive() == ["-XX:+RecordDynamicDumpInfo"] and cds.writing()
+    assert cds.class_archive() == []  # one writer a process
+    assert _elsewhere(cache) == []  # another run, while this one holds the lock: neither writes nor waits
+    assert cds.class_archive(write=False) == []
+    monkeypatch.setattr(cds, "subprocess", _dump(MAGIC + bytes(8188)))
+    said = []
+    archive = cds.save(12345, say=said.append)
+    assert archive is not None and archive.name.endswith(".8192.jsa") and said and not cds.writing()
     assert [p.name for p in archive.parent.iterdir() if p.suffix in (".jsa", ".part")] == [archive.name]
+    assert _flag(cds.class_archive()) == ("-XX:SharedArchiveFile", archive)
+    assert _flag(_elsewhere(cache)) == ("-XX:SharedArchiveFile", archive)
+    assert cds.save(12345) is None  # nothing to write any more
 
 
-def test_a_cut_or_abandoned_archive_is_never_offered(cache):
-    flag, part = _flag(cds.class_archive())
-    part.write_bytes(MAGIC + bytes(8188))
-    _, archive = _flag(cds.class_archive())
+def test_a_cut_or_abandoned_archive_is_never_offered(cache, monkeypatch):
+    cds.class_archive()
+    monkeypatch.setattr(cds, "subprocess", _dump(MAGIC + bytes(8188)))
+    archive = cds.save(1)
     with open(archive, "r+b") as f:  # cut short: the JVM would map past its end and crash
         f.truncate(6000)
-    flag, again = _flag(cds.class_archive())
-    assert flag == "-XX:ArchiveClassesAtExit" and not archive.exists()
-    again.write_bytes(bytes(100))  # its JVM was killed before the header
-    old = time.time() - 3600
-    os.utime(again, (old, old))
-    flag, _ = _flag(cds.class_archive())
-    assert flag == "-XX:ArchiveClassesAtExit" and not again.exists()
-    assert cds.class_archive() == []  # three runs tried: no more attempts for this install
+    assert cds.class_archive() == ["-XX:+RecordDynamicDumpInfo"] and not archive.exists()
+    monkeypatch.setattr(cds, "subprocess", _dump(bytes(100)))  # its JVM was killed before the header
+    assert cds.save(1) is None
+    abandoned = archive.parent / f"{archive.name.split('.8192')[0]}.1-1.part"
+    abandoned.write_bytes(bytes(100))  # a writer killed mid-dump: no lock holds it any more
+    assert cds.class_archive() == ["-XX:+RecordDynamicDumpInfo"] and not abandoned.exists()
+    assert cds.save(None) is None
+    assert cds.class_archive() == []  # three runs tried: no more for this install
+    assert not [p for p in archive.parent.iterdir() if p.suffix in (".jsa", ".part")]
+
+
+def test_no_archive_without_jcmd_or_a_jvm(cache, monkeypatch):
+    monkeypatch.setattr(cds, "_jcmd", lambda: None)
+    assert cds.class_archive() == [] and not cds.writing()
+    monkeypatch.undo()
+    monkeypatch.setenv("CETQL_CACHE_DIR", str(cache))
+    monkeypatch.setattr(cds, "_writer", None)
+    assert cds.class_archive() == ["-XX:+RecordDynamicDumpInfo"]
+    assert cds.save(None) is None and not cds.writing()  # the JVM is gone: nothing written, the lock let go
+    assert cds.class_archive() == ["-XX:+RecordDynamicDumpInfo"]  # the next run tries again
 
 
 def test_class_archive_off_or_unwritable(cache, monkeypatch, tmp_path):
@@ -128,23 +165,55 @@ def _rows(text: str) -> list:
     return [rows[0], *sorted(rows[1:])]
 
 
-def test_a_run_writes_the_archive_and_the_next_maps_it(tmp_path):
+def _marked(marker: str) -> list[int]:
+    """Live processes whose environment holds `marker` (a run's, whoever their parent is by now)."""
+    found = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and marker.encode() in (d / "environ").read_bytes() and \
+                    (d / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":  # fmt: skip
+                found.append(int(d.name))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def test_a_run_writes_the_archive_before_it_ends_and_the_next_maps_it(tmp_path):
+    """Two first runs at once: one writes the archive (saying so) before it
+    ends, the other neither writes nor waits; once both have ended nothing
+    of theirs is working, and the next run maps the archive."""
     cache, work = tmp_path / "cache", tmp_path / "work"
     work.mkdir()
-    env = spark_env(CETQL_CACHE_DIR=str(cache), CETQL_LOG_DIR=str(tmp_path), XDG_RUNTIME_DIR=str(tmp_path))
+    marker = f"cetql-archive-test-{os.getpid()}-{time.time_ns()}"
+    env = spark_env(CETQL_CACHE_DIR=str(cache), CETQL_LOG_DIR=str(tmp_path), XDG_RUNTIME_DIR=str(tmp_path),
+                    CETQL_TEST_MARK=marker)  # fmt: skip
     env.pop("CETQL_CLASS_ARCHIVE", None)
     args = [KITING, "--input", CHECKS, "--id-col", "id", "--format", "csv", "--limit", "0", "--no-serve", "--engine",
             "spark"]  # fmt: skip
-    began = time.monotonic()
-    first = _run(args, env, work)
-    print(f"the run that writes the archive: {time.monotonic() - began:.1f} s")
-    deadline = time.monotonic() + 300
-    while not any(p.read_bytes()[:4] == MAGIC for p in (cache / "classes").glob("*.part")):
-        assert time.monotonic() < deadline, "the JVM wrote no class archive as it exited"
-        time.sleep(1)
+    command = [sys.executable, "-m", "cetql", "run", *map(str, args)]
+    runs = [subprocess.Popen(command, env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]  # fmt: skip
+    try:
+        done = [r.communicate(timeout=600) for r in runs]
+        archives = sorted(p.name for p in (cache / "classes").iterdir() if p.suffix in (".jsa", ".part"))
+        deadline = time.monotonic() + 5  # a JVM ends with its run: its shutdown hooks, no more
+        while _marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = _marked(marker)
+    finally:
+        for r in runs:
+            r.kill()
+            r.wait()
+        for pid in _marked(marker):
+            os.kill(pid, 9)
+    assert [r.returncode for r in runs] == [0, 0], [err[-3000:] for _, err in done]
+    assert len(archives) == 1 and archives[0].endswith(".jsa"), archives  # in place as the run ended, and only one
+    assert sum("saving Spark's loaded classes" in err for _, err in done) == 1, [err for _, err in done]
+    assert left == [], "a run's JVM still works after the run ended"
     # -Xshare:on: the JVM refuses to start unless it maps the archive
     mapped = _run(args, {**env, "CETQL_JVM_OPTIONS": "-XX:TieredStopAtLevel=1 -Xshare:on"}, work)
-    assert _rows(mapped.stdout) == _rows(first.stdout) and len(_rows(first.stdout)) > 100
+    assert _rows(mapped.stdout) == _rows(done[0][0]) and len(_rows(done[0][0])) > 100
+    assert "saving" not in mapped.stderr
     (archive,) = (cache / "classes").glob("*.jsa")
     assert not list(work.iterdir()), "the runs wrote outside the cache"
     # made for Spark's class path: a JVM on another runs without it

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from cetql.backends.inputs.refusals import ID_REFUSED
 from cetql.backends.spark.connect import connect_retry_seconds
-from cetql.backends.spark.session import log_path
 from cetql.base.errors import OVERFLOW_MESSAGE, CetqlError
+from cetql.base.places import log_path
 
 # cetql's own exceptions that a Python worker may raise, by class name.
 _KERNEL_ERRORS = ("TrendLimitExceeded", "AggregateOverflow", "InputChanged", "CetqlError")
@@ -38,10 +38,49 @@ def _condition(e) -> str | None:
     return None
 
 
-def _first_line(text: str) -> str:
-    text = re.sub(r"[ \t]*SQLSTATE: \w+[ \t]*", " ", text.strip())
-    line = text.splitlines()[0] if text else ""
+# Py4J's preamble, which names the JVM object and method called (o123.save): never the user's words
+_PY4J_CALL = re.compile(r"An error occurred while calling [\w.$<>:]*(?: Trace:)?\s*(?::\s*)?")
+# a Java exception's class at the start of its line: the message says what happened
+_JAVA_CLASS = re.compile(r"^(?:Caused by: )?(?:[a-z_][\w$]*\.)+([A-Z][\w$]*(?:Exception|Error))(?::\s*|$)")
+
+
+def first_line(text: str) -> str:
+    """The line that says what happened: no Py4J preamble, no SQLSTATE, no Java class where a message follows."""
+    text = _PY4J_CALL.sub("", re.sub(r"[ \t]*SQLSTATE: \w+[ \t]*", " ", text.strip())).strip()
+    line = text.splitlines()[0].strip() if text else ""
+    m = _JAVA_CLASS.match(line)
+    if m:
+        line = line[m.end() :].strip() or m.group(1)
     return line[:400]
+
+
+# what the operating system said when a file could not be written or read, as Java words it
+_IO_REASONS = ("Read-only file system", "No space left on device", "Permission denied", "Disk quota exceeded",
+               "File name too long", "Not a directory", "Is a directory", "Input/output error",
+               "Too many open files", "Mkdirs failed")  # fmt: skip
+
+
+def io_problem(e: BaseException) -> str | None:
+    """What stopped Spark reading or writing a file, in the operating
+    system's words (`Read-only file system`, `No space left on device`, …),
+    found in the error or its Java cause chain; None when it is no such error."""
+    texts = [str(e)] + [msg for _, cls, msg in _java_chain(e) if "IOException" in cls or "FileSystem" in cls
+                        or cls.startswith(("java.io.", "java.nio.file.", "org.apache.hadoop.fs."))]  # fmt: skip
+    for reason in _IO_REASONS:
+        if any(reason in t for t in texts):
+            return "its folder could not be made (a read-only or full file system, or no permission)" \
+                if reason == "Mkdirs failed" else reason  # fmt: skip
+    return None
+
+
+def start_failure(e: BaseException, master: str) -> CetqlError:
+    """Why a Spark session did not start, in one line (no JVM call names)."""
+    if not master.startswith("local"):
+        return CetqlError(f"Spark did not start: the master {master} could not be reached or refused the "
+                          f"application; its log is {log_path()}")  # fmt: skip
+    causes = [msg for _, _, msg in _java_chain(e) if msg]
+    what = first_line(causes[-1] if causes else str(e)) or type(e).__name__
+    return CetqlError(f"Spark did not start ({what}); its log is {log_path()}")
 
 
 def kernel_error(text: str) -> str | None:
@@ -144,7 +183,7 @@ def _java_line(text: str) -> str:
         m = re.match(r"^\s*(?:Caused by: )?([a-z]+(?:\.[a-zA-Z$_]+)+(?:Exception|Error)): ?(.*)$", line)
         if m:
             return f"{m.group(1).rsplit('.', 1)[-1]}: {m.group(2)}".strip().rstrip(":")
-    return _first_line(text)
+    return first_line(text)
 
 
 
@@ -164,6 +203,9 @@ def describe(e: BaseException, diagnose=None) -> CetqlError:
         return _python_failure(text)
     if condition == "USER_RAISED_EXCEPTION":
         return _refused(e, text, diagnose)
+    problem = io_problem(e)
+    if problem is not None:
+        return JobFailed(f"Spark could not write or read a file: {problem} ({first_line(text)})")
     if condition is not None:
         return _by_condition(condition, text)
     return _by_type(e, text)
@@ -174,7 +216,7 @@ def _python_failure(text: str) -> CetqlError:
     if msg:
         return JobFailed(msg)
     last = [line for line in text.splitlines() if re.match(r"^\w[\w.]*(Error|Exception): ", line)]
-    return JobFailed(f"a Python worker failed: {last[-1] if last else _first_line(text)} (log: {log_path()})")
+    return JobFailed(f"a Python worker failed: {last[-1] if last else first_line(text)} (log: {log_path()})")
 
 
 def _refused(e, text: str, diagnose) -> CetqlError:
@@ -194,22 +236,22 @@ def _refused(e, text: str, diagnose) -> CetqlError:
     if raised.startswith("cetql: "):
         return JobFailed(raised[len("cetql: ") :])
     m = re.search(r"cetql: invalid value[^\n'\"]*(?:'[^']*')?", text)
-    return JobFailed(m.group(0)[len("cetql: ") :] if m else _first_line(text))
+    return JobFailed(m.group(0)[len("cetql: ") :] if m else first_line(text))
 
 
 def _by_condition(condition: str, text: str) -> CetqlError:
     if condition.startswith("MALFORMED_RECORD"):
         return JobFailed("an input has a malformed row (a CSV line with the wrong number of fields, or broken JSON)")
     if condition in ("PATH_NOT_FOUND", "UNABLE_TO_INFER_SCHEMA"):
-        return JobFailed(_first_line(text))
+        return JobFailed(first_line(text))
     if condition.startswith(_OVERFLOW):
         return JobFailed(OVERFLOW_MESSAGE)
     if condition.startswith("INVALID_TIMEZONE"):
-        return JobFailed(f"Spark does not know the time zone: {_first_line(text)}; give another with --time-zone")
+        return JobFailed(f"Spark does not know the time zone: {first_line(text)}; give another with --time-zone")
     inner = kernel_error(text)
     if inner:
         return JobFailed(inner)
-    return JobFailed(f"the Spark job failed: {_first_line(text)} (log: {log_path()})")
+    return JobFailed(f"the Spark job failed: {first_line(text)} (log: {log_path()})")
 
 
 def _by_type(e: BaseException, text: str) -> CetqlError:
@@ -228,7 +270,7 @@ def _by_type(e: BaseException, text: str) -> CetqlError:
     inner = kernel_error(text)
     if inner:
         return JobFailed(inner)
-    return JobFailed(f"the Spark job failed: {_first_line(text)} (log: {log_path()})")
+    return JobFailed(f"the Spark job failed: {first_line(text)} (log: {log_path()})")
 
 
 def _internal(e: BaseException) -> CetqlError:
@@ -238,6 +280,6 @@ def _internal(e: BaseException) -> CetqlError:
 
     frames = traceback.extract_tb(e.__traceback__)
     where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
-    what = _first_line(str(e))
+    what = first_line(str(e))
     return JobFailed(f"internal error: {type(e).__name__}{where}{': ' + what if what else ''}; this is a bug in "
                      f"cetql: please report it with the query (log: {log_path()})")  # fmt: skip

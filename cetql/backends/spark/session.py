@@ -12,20 +12,24 @@ on this interpreter, so they see the same packages.
 A local session starts for short runs (see `bench/phases.py`): its JVM
 compiles with C1 only and collects with the serial collector
 (CETQL_JVM_OPTIONS replaces those), and maps Spark's classes from a class
-data archive that its first run writes into the user's cache
-(`class_archive`; CETQL_CLASS_ARCHIVE=off never uses one).  The archive is
+data archive that its first run writes into the user's cache before it
+ends (`archive`; CETQL_CLASS_ARCHIVE=off never uses one).  The archive is
 never required: a missing, stale or unreadable one only costs the time it
 would have saved.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import sys
 
+from cetql.backends.spark import archive
 from cetql.backends.spark.archive import class_archive
 from cetql.backends.spark.connect import _connect, shown_address
+from cetql.backends.spark.failures import start_failure
+from cetql.backends.spark.gateway import launch
 from cetql.base.errors import CetqlError, UsageError
 from cetql.base.places import cache_dir, log_path  # noqa: F401 - also the session's names for them
 
@@ -65,12 +69,27 @@ def local_resources() -> tuple[str, int]:
     return driver_memory(), os.cpu_count() or 1
 
 
+# the masters Spark itself parses (SparkContext.createTaskScheduler), spelled as it reads them
+_MASTERS = (
+    r"local",
+    r"local\[(?:[1-9][0-9]*|\*)\]",  # threads: at least one
+    r"local\[(?:[1-9][0-9]*|\*)\s*,\s*[0-9]+\]",  # and task failures allowed
+    r"local-cluster\[\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*\]",  # workers, cores, memory (MB)
+    r"spark://[^\s/:,]+:[0-9]{1,5}(?:,[^\s/:,]+:[0-9]{1,5})*",  # one or more standalone masters
+    r"yarn",
+    r"k8s://\S+",
+)
+
+
 def _check_master(master: str, *, hint: str = " (for Spark Connect, use --remote sc://host:port)") -> None:
-    ok = master.startswith(("local", "spark://", "yarn", "k8s://", "mesos://")) or master in ("local",)
-    if not ok:
-        raise UsageError(
-            f"unknown Spark master '{master}'; expected local[*], local[N], spark://host:port, yarn or k8s://…{hint}"
-        )
+    """A master Spark can parse, refused here in one line (Spark would fail
+    later, inside its context's start, with a JVM call's name)."""
+    import re
+
+    if not any(re.fullmatch(m, master) for m in _MASTERS):
+        shown = master if master.isprintable() else repr(master)[1:-1]
+        raise UsageError(f"unknown Spark master '{shown}'; expected local, local[N] or local[*] (N at least 1), "
+                         f"local[N,F], local-cluster[N,C,M], spark://host:port, yarn or k8s://…{hint}")  # fmt: skip
 
 
 def get_spark(master: str | None = None, *, remote: str | None = None, verbose: bool = False,
@@ -96,11 +115,12 @@ def get_spark(master: str | None = None, *, remote: str | None = None, verbose: 
         spark = _connect(remote, origin, token_for)
         _set_time_zone(spark, time_zone, remote)
         return spark
+    if master is not None:
+        _check_master(master)  # an empty one too: refused, not taken for none
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
     master = master or "local[*]"
-    _check_master(master)
     cores = os.cpu_count() or 2
     conf = {
         **_QUIET,
@@ -117,12 +137,14 @@ def get_spark(master: str | None = None, *, remote: str | None = None, verbose: 
             conf["spark.driver.defaultJavaOptions"] = " ".join(options)
     try:
         with _launch_env(local):
-            return _classic(conf, verbose)
+            spark = _classic(conf, verbose)
+        if archive.writing():
+            atexit.register(_save_classes)
+        return spark
     except CetqlError:
         raise
     except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CetqlError(f"Spark did not start ({first}); its log is {log_path()}") from None
+        raise start_failure(e, master) from None
 
 
 # spark-submit first runs a small JVM that only builds the real JVM's command line
@@ -161,14 +183,27 @@ def _classic(conf: dict, verbose: bool):
     for k, v in conf.items():
         sconf.set(k, v)
     gateway = None
-    if not verbose:
-        from pyspark.java_gateway import launch_gateway
-
-        log = open(log_path(), "ab")  # noqa: SIM115 - held by the JVM for its life
-        gateway = launch_gateway(sconf, popen_kwargs={"stdout": log, "stderr": log})
+    if SparkContext._gateway is None:  # else pyspark keeps its JVM (of a stopped session): no second one
+        if verbose:
+            gateway = launch(sconf, None)
+        else:
+            with open(log_path(), "ab") as log:  # the JVM holds its own copy for its life
+                gateway = launch(sconf, {"stdout": log, "stderr": log})
     sc = SparkContext(conf=sconf, gateway=gateway)
     sc.setLogLevel("INFO" if verbose else "ERROR")
     return SparkSession(sc)
+
+
+def _save_classes() -> None:
+    """At this process's end, while its JVM lives: the class archive this
+    run was chosen to write (`archive.save`), written before the run ends."""
+    from pyspark import SparkContext
+
+    try:
+        pid = int(SparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    except Exception:  # noqa: BLE001 - no JVM to ask (gone, or never started): nothing to write
+        pid = None
+    archive.save(pid, say=lambda line: print(line, file=sys.stderr, flush=True))
 
 
 def _quiet_query_loggers(verbose: bool) -> None:

@@ -100,6 +100,57 @@ def check_session(spark) -> None:
                          "Spark session (SparkSession.builder.config or spark.conf.set) before running it")  # fmt: skip
 
 
+WATERMARK_DELAY = "spark.watermarkDelayMs"  # the metadata withWatermark gives its column
+
+
+def refuse_own_watermark(inputs: dict) -> None:
+    """A stream's watermark is the plan's, on the plan's event time: an
+    input that carries one of its own (withWatermark) is refused.  Spark
+    would hold every stateful operator to the lower of the two watermarks,
+    and cetql's event time starts 2^50 ms later than the input's own: no
+    window would ever close."""
+    for name, inp in inputs.items():
+        found = own_watermark(inp.df)
+        if found is None:
+            continue
+        column, ms = found
+        where = f"input '{name}'" if name else "the input stream"
+        on = f" on '{column}', {Decimal(ms) / 1000:f} s" if column is not None else ""
+        delay = f"'{Decimal(ms) / 1000:f} s'" if ms is not None else "DELAY"
+        raise UsageError(f"{where} has a watermark of its own (withWatermark{on}); cetql sets a stream's watermark "
+                         f"on the query's time column itself: give the stream without withWatermark and its delay "
+                         f"as watermark={delay}")  # fmt: skip
+
+
+def own_watermark(df: DataFrame) -> tuple[str | None, int | None] | None:
+    """(column, delay in ms) of the watermark `df` was given (withWatermark),
+    (None, None) for one on a column no longer selected, None for none."""
+    for field in df.schema.fields:
+        ms = (field.metadata or {}).get(WATERMARK_DELAY)
+        if ms is not None:
+            return field.name, int(ms)
+    return (None, None) if _watermark_in_plan(df) else None
+
+
+def _watermark_in_plan(df: DataFrame) -> bool:
+    """A withWatermark anywhere in `df`'s plan: the JVM's logical plan on a
+    classic session, the client's plan on Spark Connect."""
+    jdf = getattr(df, "_jdf", None)
+    if jdf is not None:
+        return "EventTimeWatermark" in str(jdf.queryExecution().logical().toString())
+    seen, todo = set(), [getattr(df, "_plan", None)]
+    while todo:
+        node = todo.pop()
+        if id(node) in seen or not any(c.__name__ == "LogicalPlan" for c in type(node).__mro__):
+            continue
+        seen.add(id(node))
+        if type(node).__name__ == "WithWatermark":
+            return True
+        for value in vars(node).values():
+            todo.extend(value if isinstance(value, (list, tuple)) else [value])
+    return False
+
+
 # ---------------------------------------------------------------- the plan, spelled in Spark
 
 

@@ -19,7 +19,7 @@ from cetql.backends.spark import reader
 from cetql.backends.spark.compiler import Input, compile_plan, events
 from cetql.backends.spark.resources import session_resources
 from cetql.backends.spark.session import get_spark
-from cetql.backends.spark.streaming import compile_stream
+from cetql.backends.spark.streaming import compile_stream, refuse_own_watermark
 from cetql.base.errors import SchemaError, UsageError
 from cetql.base.words import did_you_mean
 from cetql.planner.logical.plan import Delay, Inputs
@@ -71,6 +71,7 @@ def execute(compiled, data, typed: dict, *, spark, options, watermark=None) -> E
     if watermark is not None and not known.streaming:
         raise UsageError("watermark= is for streaming inputs (spark.readStream); a batch query reads all its data")
     if known.streaming:
+        refuse_own_watermark(inputs)
         known = known.as_stream(Delay.parse(watermark))
     pattern_types = {p.type for p in compiled.query.positions.values()}
     unknown = set(known.types) - pattern_types

@@ -40,14 +40,18 @@ _KEPT_FLAGS = ("--no-serve", "--stream", "--help", "-h")
 
 def main() -> int:
     argv = sys.argv[1:]
-    status = handed_over(argv) if _may_hand_over(argv) else None
-    if status is not None:
-        return status
-    from cetql.surfaces.cli.main import (
-        main as cli_main,  # start-up cost: the compiler loads only once no serve took the run
-    )
+    try:
+        status = handed_over(argv) if _may_hand_over(argv) else None
+        if status is not None:
+            return status
+        from cetql.surfaces.cli.main import (
+            main as cli_main,  # start-up cost: the compiler loads only once no serve took the run
+        )
 
-    return cli_main(argv)
+        return cli_main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the command's own handling began (while cetql loads)
+        print("cancelled", file=sys.stderr)
+        return 130
 
 
 def _may_hand_over(argv: list[str]) -> bool:
@@ -125,9 +129,15 @@ def _status(reply: bytes) -> int | None:
     """The run's exit status from the serve's reply; a reply cut short (the
     serve stopped after it took the run) is a failed run, never run twice."""
     try:
-        status = int(json.loads(reply)["status"])
+        answer = json.loads(reply)
+        status = int(answer["status"])
     except (ValueError, KeyError, TypeError):
-        print("error: cetql serve stopped while it ran the query; run it again (--no-serve: in this process)",
-              file=sys.stderr)  # fmt: skip
+        answer, status = {"serve_stopped": True}, 1
+    if answer.get("serve_stopped"):
+        try:
+            print("error: cetql serve stopped while it ran the query; run it again (--no-serve: in this process)",
+                  file=sys.stderr)  # fmt: skip
+        except OSError:  # a full or closed standard error: the status says it
+            pass
         return 1
     return None if status == NOT_HERE else status

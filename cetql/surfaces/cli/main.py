@@ -24,6 +24,7 @@ import sys
 from cetql.backends.spark.session import log_path
 from cetql.base.errors import CetqlError, QueryError, QuerySyntaxError, UsageError
 from cetql.base.options import OutputMode
+from cetql.base.streams import unfailing_stderr
 from cetql.base.version import VERSION as __version__
 from cetql.surfaces.cli.compile import cmd_compile
 from cetql.surfaces.cli.flags import _common
@@ -133,6 +134,8 @@ def main(argv: list[str] | None = None, *, only_in_process: bool = False) -> int
         print(e.render(), file=sys.stderr)
         return e.exit_code
     args.only_in_process = only_in_process
+    if sys.stderr is sys.__stderr__ and sys.stderr is not None:  # the process's own (not a test's capture)
+        sys.stderr = unfailing_stderr(sys.stderr)
     _quiet_python_logging(getattr(args, "verbose", False))
     as_json = getattr(args, "format", None) == "json" and args.command == "compile"
     try:

@@ -22,7 +22,7 @@ from cetql.base.options import OutputFormat, RunOptions
 from cetql.surfaces.api.query import compile
 from cetql.surfaces.cli import stream as streaming
 from cetql.surfaces.cli.flags import as_stream, known_inputs
-from cetql.surfaces.cli.said import ACTIVE, say_dropped, say_written
+from cetql.surfaces.cli.said import ACTIVE, own_ctrl_c, say_dropped, say_written
 from cetql.surfaces.output import write
 from cetql.surfaces.progress import progress
 from cetql.surfaces.render import print_result, sort_columns
@@ -51,6 +51,7 @@ def _session(args, options):
         spark = get_spark(args.master, remote=args.remote, verbose=args.verbose, time_zone=options.time_zone,
                           token_for=serve_state.token_for)
     ACTIVE["spark"] = spark
+    own_ctrl_c()
     return spark, slot
 
 
@@ -141,6 +142,7 @@ def cmd_stream(args, text: str, options: RunOptions, params: dict, data, typed: 
     spark = get_spark(args.master, remote=args.remote, verbose=args.verbose, time_zone=options.time_zone,
                       token_for=serve_state.token_for)
     ACTIVE["spark"] = spark
+    own_ctrl_c()
     streaming.configure(spark)
     try:
         inputs = streaming.stream_inputs(spark, data, typed, options.time_zone)

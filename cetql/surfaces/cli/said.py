@@ -3,7 +3,9 @@ Spark session a run holds (for Ctrl-C and a closed pipe to cancel)."""
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
 
 from cetql.base.options import OutputFormat, OutputMode
@@ -25,11 +27,29 @@ def say_dropped(dropped: int) -> None:
         print(f"dropped {dropped:,} input row(s) with an invalid time or value (--drop-invalid)", file=sys.stderr)
 
 
-def cancel() -> None:
-    """Cancel the jobs of the session a run holds (Ctrl-C, a closed pipe)."""
+def cancel(wait: float = 5.0) -> None:
+    """Cancel the jobs of the session a run holds (Ctrl-C, a closed pipe),
+    waiting at most `wait` seconds: a JVM that does not answer (still
+    starting, or stuck) is not waited for; it ends with this process."""
     spark = ACTIVE.get("spark")
     if spark is None:
         return
+    worker = threading.Thread(target=_cancel_jobs, args=(spark,), name="cetql-cancel", daemon=True)
+    worker.start()
+    worker.join(wait)
+
+
+def own_ctrl_c() -> None:
+    """Ctrl-C raises KeyboardInterrupt at once, the jobs cancelled on the
+    way out (`cancel`).  pyspark's own handler, which a new SparkContext
+    installs, first cancels them over the main thread's JVM connection,
+    where the answer waits behind the call in progress (a whole job)."""
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGINT) not in (signal.SIG_IGN, signal.SIG_DFL, None):  # fmt: skip
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _cancel_jobs(spark) -> None:
     try:
         if hasattr(spark, "interruptAll") and type(spark).__module__.startswith("pyspark.sql.connect"):
             spark.interruptAll()

@@ -14,7 +14,9 @@ in the checkpoint folder, which the Connect server must be able to reach).
 A line on standard error says, per micro-batch, how many windows were
 answered and how many events arrived behind the watermark (counted and
 dropped).  Ctrl-C stops the stream cleanly (exit 130); `--until-idle`
-stops it after that many seconds without new input.
+stops it after that many seconds without a micro-batch, counted once the
+stream has started (however long a loaded machine takes to start it) and
+whatever its open windows wait for (`Idle`).
 """
 
 from __future__ import annotations
@@ -28,13 +30,13 @@ from pathlib import Path
 
 from cetql.backends.spark import reader
 from cetql.backends.spark.compiler import Input
-from cetql.backends.spark.failures import describe
+from cetql.backends.spark.failures import describe, first_line
 from cetql.backends.spark.streaming import METRICS, PROVIDER, ROCKSDB, STATS, read_stream
 from cetql.base.errors import UsageError
 from cetql.base.options import OutputFormat, OutputMode
 from cetql.planner.logical.plan import Delay
 from cetql.surfaces.cli.numbers import parse_interval
-from cetql.surfaces.output import prepare_for_format, resolve_output
+from cetql.surfaces.output import prepare_for_format, resolve_output, streamed
 from cetql.surfaces.render import _cell, _plain
 
 CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
@@ -74,7 +76,7 @@ def check_stream_args(args) -> tuple[OutputFormat | None, Path | None]:
 
 def _check_resume(output: Path, checkpoint: Path) -> None:
     """Start both, or resume both: never a checkpoint without its output."""
-    if output.exists() and not (output / "_spark_metadata").is_dir():
+    if output.exists() and not (streamed.sink_of(output) / "_spark_metadata").is_dir():
         raise UsageError(f"output '{output}' already exists and is not a stream's output; give another path")
     if output.exists() != checkpoint.exists():
         have, missing = (output, checkpoint) if output.exists() else (checkpoint, output)
@@ -104,7 +106,7 @@ def stream_inputs(spark, data, typed: dict, time_zone: str = "UTC") -> dict[str 
                 out[name] = Input(spark.readStream.table(str(spec)))
             except Exception as e:  # noqa: BLE001 - Spark's analysis error: one line instead
                 raise UsageError(f"input '{spec}' is neither a folder nor a table that can be read as a stream "
-                                 f"({str(e).strip().splitlines()[0][:200]})") from None  # fmt: skip
+                                 f"({first_line(str(e))[:200]})") from None  # fmt: skip
     return out
 
 
@@ -125,7 +127,8 @@ def run_stream(execution, args, fmt: OutputFormat | None, checkpoint: Path | Non
     if checkpoint is None:
         temporary = Path(tempfile.mkdtemp(prefix="cetql-stream-"))
         checkpoint = temporary / "checkpoint"
-    sink = Path(args.output) if args.output else checkpoint / "printed"
+    output = Path(args.output) if args.output else None
+    sink = streamed.sink_of(output) if output else checkpoint / "printed"
     fmt = fmt or OutputFormat.PARQUET
     writer = prepare_for_format(df, fmt).writeStream.format(fmt.value).outputMode("append")
     if fmt == OutputFormat.CSV:
@@ -135,17 +138,25 @@ def run_stream(execution, args, fmt: OutputFormat | None, checkpoint: Path | Non
     if interval:
         writer = writer.trigger(processingTime=interval)
     printer = None if args.output else Printer(sink, args.format, execution.plan.kind.value)
+    if output is not None:  # what a stream stopped or killed before left: its commits out, the rest removed
+        streamed.tidy(output)
+        streamed.publish(output)
     query = writer.start()
     try:
-        return _watch(query, args, printer)
+        return _watch(query, args, printer or (lambda: streamed.publish(output)))
     finally:
+        if output is not None and not query.isActive:
+            streamed.tidy(output)
+            streamed.publish(output)
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
 
 
-def _watch(query, args, printer) -> int:
-    idle = float(args.until_idle) if args.until_idle is not None else None
-    seen, last_input, late_total = -1, time.monotonic(), 0
+def _watch(query, args, publish) -> int:
+    """Report each micro-batch and `publish()` its rows (printed, or moved
+    into the output), until Ctrl-C, --until-idle or the query's failure."""
+    idle = Idle(float(args.until_idle)) if args.until_idle is not None else None
+    seen, late_total = -1, 0
     try:
         while query.isActive:
             for p in query.recentProgress:
@@ -154,23 +165,19 @@ def _watch(query, args, printer) -> int:
                 seen = p["batchId"]
                 counts = metrics(p)
                 late_total += counts["late"]
-                if p.get("numInputRows", 0):
-                    last_input = time.monotonic()
-                if printer is not None:
-                    printer.print_new()
+                if idle is not None:
+                    idle.batch_ended()
+                publish()
                 if counts["windows"] or counts["late"]:
                     rows = int((p.get("sink") or {}).get("numOutputRows", -1))
                     written = f", {rows:,} row(s)" if rows >= 0 else ""
                     print(f"batch {seen}: {counts['windows']:,} window(s) answered{written}; {counts['late']:,} "
                           f"event(s) behind the watermark dropped ({late_total:,} in all)", file=sys.stderr)  # fmt: skip
-            if idle is not None and _busy(query):  # idle counts from the end of the last micro-batch
-                last_input = time.monotonic()
-            if idle is not None and time.monotonic() - last_input > idle:
+            if idle is not None and idle.over(_status(query)):
                 query.stop()
-                if printer is not None:
-                    printer.print_new()
-                print(f"stopped after {idle:g} s without new input; {late_total:,} late event(s) dropped in all",
-                      file=sys.stderr)  # fmt: skip
+                publish()
+                print(f"stopped after {idle.seconds:g} s without new input; {late_total:,} late event(s) dropped in "
+                      "all", file=sys.stderr)  # fmt: skip
                 return 0
             query.awaitTermination(POLL_SECONDS)
     except KeyboardInterrupt:
@@ -184,12 +191,57 @@ def _watch(query, args, printer) -> int:
     return 0
 
 
-def _busy(query) -> bool:
+# Spark's words for what a stream does (StreamingQueryStatus.message): a
+# micro-batch running (new data, or none but state to clean up: windows the
+# watermark closed), and waiting between triggers
+IN_BATCH = ("Processing new data", "No new data but cleaning up state", "Writing offsets to log")
+WAITING = ("Waiting for data to arrive", "Waiting for next trigger")
+SLOW_START = 60.0  # seconds before a stream that has not begun its first trigger is said to be starting still
+
+
+class Idle:
+    """--until-idle: `seconds` without new input, counted from the end of
+    the last micro-batch, never while one runs and never before the stream
+    has started (its first trigger over: a loaded machine may take longer
+    to start a stream than the idle time, and nothing was read yet).
+    Between micro-batches a trigger that finds no new file is not work: a
+    default trigger polls the folder all the time, and on a loaded machine
+    each poll takes long enough to be seen nearly always."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.started = False
+        self.since = time.monotonic()
+        self.said = False
+
+    def batch_ended(self) -> None:
+        """A micro-batch's progress was seen (one without input is work too: windows closed)."""
+        self.started = True
+        self.since = time.monotonic()
+
+    def over(self, status: dict | None) -> bool:
+        """Whether the stream has been idle long enough (`status`: the query's, None when it could not be read)."""
+        now = time.monotonic()
+        message = str((status or {}).get("message") or "")
+        if message.startswith(IN_BATCH):  # (isDataAvailable stays true after a batch until the next trigger)
+            self.started, self.since = True, now
+            return False
+        if not self.started:
+            if status is not None and message.startswith(WAITING):
+                self.started, self.since = True, now  # the first trigger found nothing to read
+            elif now - self.since > SLOW_START and not self.said:
+                self.said = True
+                print(f"the stream has not begun its first micro-batch after {SLOW_START:g} s (Spark: "
+                      f"{message or 'starting'}); --until-idle counts once it has; Ctrl-C stops it", file=sys.stderr)  # fmt: skip
+            return False
+        return now - self.since > self.seconds
+
+
+def _status(query) -> dict | None:
     try:
-        status = query.status
+        return dict(query.status)
     except Exception:  # noqa: BLE001 - a query that just stopped
-        return False
-    return bool(status.get("isTriggerActive") or status.get("isDataAvailable"))
+        return None
 
 
 def metrics(progress: dict) -> dict[str, int]:
@@ -218,29 +270,20 @@ class Printer:
     def __init__(self, sink: Path, fmt: str | None, kind: str):
         self.sink, self.kind = sink, kind
         self.fmt = fmt if fmt in ("csv", "json", "table") else ("table" if sys.stdout.isatty() else "csv")
-        self.done = set(self._committed())  # a resumed stream prints only what it writes now
+        self.done = set(streamed.committed(sink))  # a resumed stream prints only what it writes now
         self.header = False
 
-    def _committed(self) -> list[str]:
-        log = self.sink / "_spark_metadata"
-        files = []
-        for f in log.iterdir() if log.is_dir() else []:
-            if not f.name.split(".")[0].isdigit() or f.name.endswith(".tmp") or f.name.startswith("."):
-                continue  # Spark's checksums and files being written
-            for line in f.read_text().splitlines()[1:]:
-                entry = json.loads(line)
-                if entry.get("action") == "add":
-                    files.append(entry["path"])
-        return files
+    def __call__(self) -> None:
+        self.print_new()
 
     def print_new(self) -> None:
         import pyarrow.parquet as pq  # printing only
 
-        new = [f for f in self._committed() if f not in self.done]
+        new = [f for f in streamed.committed(self.sink) if f not in self.done]
         self.done.update(new)
         rows = []
         for f in new:
-            rows += pq.read_table(f.removeprefix("file:")).to_pylist()
+            rows += pq.read_table(f).to_pylist()
         if rows:
             rows.sort(key=lambda r: tuple(json.dumps(_plain(v), default=str) for k, v in r.items() if k != "rows"))
             self._print(rows)

@@ -158,7 +158,7 @@ def _write(dfs: dict, target, spark, scenario: str) -> dict[str, int]:
     with staged(target, spark) as stage:
         tmp = stage.path
         if None in dfs:
-            dfs[None].write.parquet(str(tmp))
+            stage.call(lambda: dfs[None].write.parquet(str(tmp)))
             counts[scenario] = _rows(tmp)
             return counts
         tmp.mkdir()
@@ -167,7 +167,7 @@ def _write(dfs: dict, target, spark, scenario: str) -> dict[str, int]:
             parent.persist()
         try:
             for type_name, df in dfs.items():
-                df.write.parquet(str(tmp / type_name))
+                stage.call(lambda df=df, name=type_name: df.write.parquet(str(tmp / name)))
                 counts[type_name] = _rows(tmp / type_name)
         finally:
             if parent is not None:

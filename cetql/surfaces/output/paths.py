@@ -192,4 +192,16 @@ def _existing_parent(given: str, target: Path, make_parents: bool) -> Path:
         raise UsageError(f"the folder of output '{given}' ({parent}) does not exist")
     if not parent.is_dir():
         raise UsageError(f"the folder of output '{given}' ({parent}) is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"the folder of output '{given}' ({parent}) cannot be written: {_unwritable(parent)}")
     return parent
+
+
+def _unwritable(folder: Path) -> str:
+    """Why nothing can be made in `folder`, in a few words."""
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return "it is on a read-only file system"
+    except OSError:
+        pass
+    return "you have no permission to write there"

@@ -152,8 +152,16 @@ def _discard(path: Path | None) -> None:
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM while a result was being written (handled as Ctrl-C is, then
-    the process ends by SIGTERM)."""
+    """SIGTERM or SIGHUP while a result was being written (handled as Ctrl-C
+    is, then the process ends by that signal)."""
+
+    def __init__(self, signum: int = signal.SIGTERM):
+        super().__init__()
+        self.signum = signum
+
+
+# the signals that end a writing process and can be caught: each removes the staging first
+_ENDING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class staged:
@@ -162,7 +170,8 @@ class staged:
     is `stage.path` itself by default).  When the block ends well the result
     is moved into place (`stage.written` False when mode ignore found the
     target there by then); when it fails or is interrupted (Ctrl-C, SIGTERM)
-    the staging is removed, after cancelling `spark`'s jobs."""
+    the staging is removed, after cancelling `spark`'s jobs (and waiting
+    for a write `stage.call` runs to return)."""
 
     def __init__(self, target: Target, spark=None):
         self.target, self.spark = target, spark
@@ -172,6 +181,7 @@ class staged:
         self._saved: dict = {}
         self._defer = False
         self._pending: int | None = None
+        self._calls: list[threading.Event] = []
 
     def _handle(self, signum, frame):
         if self._defer:
@@ -184,41 +194,91 @@ class staged:
         if callable(previous) and previous is not signal.default_int_handler:
             previous(signum, frame)  # e.g. pyspark's SIGINT handler: cancels the jobs, raises KeyboardInterrupt
             return
-        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+        raise KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+
+    def call(self, fn):
+        """`fn()`, a Spark action that writes into `path`, run in a thread of
+        its own: interrupted, this thread returns at once, and the staging is
+        removed only once `fn` has returned (its jobs cancelled until then —
+        a job still being planned when Ctrl-C came would make the folder
+        again after its removal)."""
+        if self.spark is None or type(self.spark).__module__.startswith("pyspark.sql.connect"):
+            return fn()
+        done, box = threading.Event(), []
+
+        def work():
+            try:
+                box.append((True, fn()))
+            except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread
+                box.append((False, e))
+            finally:
+                done.set()
+
+        self._calls.append(done)
+        threading.Thread(target=work, name="cetql-write", daemon=True).start()
+        done.wait()
+        ok, value = box[0]
+        if not ok:
+            from cetql.backends.spark.failures import io_problem  # start-up cost: pyspark's, for a Spark write only
+
+            problem = io_problem(value)
+            if problem is not None:
+                raise self._failed(problem) from None
+            raise value
+        return value
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
+            for sig in _ENDING:
                 if signal.getsignal(sig) not in (signal.SIG_IGN, None):
                     self._saved[sig] = signal.signal(sig, self._handle)
         return self
 
-    def __exit__(self, typ, *_):
+    def __exit__(self, typ, exc, _tb):
         self._defer = True  # from here a signal waits until the result is in place, or gone
         try:
             if typ is None:
                 old = None
                 try:
                     self.written, old = _place(self.source, self.target)
+                except OSError as e:
+                    raise self._failed(_reason(e)) from None
                 finally:
                     _discard(old)
             elif issubclass(typ, KeyboardInterrupt):
-                _quiesce(self.spark)
+                _quiesce(self.spark, self._calls)
         finally:
             _discard(self.path)
             for sig, handler in self._saved.items():
                 signal.signal(sig, handler)
         pending = self._pending
-        if (typ is not None and issubclass(typ, Terminated)) or (
-            pending == signal.SIGTERM and self._saved.get(pending) == signal.SIG_DFL
-        ):
-            sys.stdout.flush()  # what SIGTERM would have done, now that nothing is left behind
+        ending = exc.signum if isinstance(exc, Terminated) else None
+        if ending is None and pending not in (None, signal.SIGINT) and self._saved.get(pending) == signal.SIG_DFL:
+            ending = pending
+        if ending is not None:
+            sys.stdout.flush()  # what the signal would have done, now that nothing is left behind
             sys.stderr.flush()
-            os.kill(os.getpid(), signal.SIGTERM)
-            raise Terminated()
+            if self._saved.get(ending, signal.SIG_DFL) == signal.SIG_DFL:
+                os.kill(os.getpid(), ending)
+            raise Terminated(ending)
         if pending is not None and typ is None:
             self._deliver(pending, None)
+        if typ is not None and issubclass(typ, OSError):
+            raise self._failed(_reason(exc)) from None
         return False
+
+    def _failed(self, why: str) -> CetqlError:
+        """The output could not be written (a full or read-only file system…), said by its name, not the staging's."""
+        return CetqlError(f"output '{self.target.given}' could not be written: {why}; nothing was written there")
+
+
+def _reason(e: OSError) -> str:
+    """What the system said, in its own words (pyarrow words it its way, with the errno inside)."""
+    code = e.errno
+    if not code:
+        m = re.search(r"\[errno (\d+)\]", str(e))
+        code = int(m[1]) if m else None
+    return os.strerror(code) if code else (e.strerror or str(e))
 
 
 def _place(source: Path, target: Target) -> tuple[bool, Path | None]:
@@ -271,9 +331,10 @@ def _append_into(staging: Path, dest: Path) -> None:
             rename_noreplace(f, dest / f"{stem}-{tag}{dot}{ext}")
 
 
-def _quiesce(spark, timeout: float = 30.0) -> None:
-    """Cancel the session's jobs and wait until no task runs, so that none
-    writes into a staging folder after it is removed."""
+def _quiesce(spark, calls=(), timeout: float = 30.0) -> None:
+    """Cancel the session's jobs until the writes `calls` ran have returned
+    and no task runs, so that nothing writes into a staging folder after it
+    is removed."""
     if spark is None:
         return
     try:
@@ -281,11 +342,11 @@ def _quiesce(spark, timeout: float = 30.0) -> None:
             spark.interruptAll()
             return
         sc = spark.sparkContext
-        sc.cancelAllJobs()
         executors = sc._jsc.sc().statusTracker()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not sc.statusTracker().getActiveJobsIds() and not any(
+            sc.cancelAllJobs()  # again each time: a job that began since
+            if all(c.is_set() for c in calls) and not sc.statusTracker().getActiveJobsIds() and not any(
                 e.numRunningTasks() for e in executors.getExecutorInfos()
             ):
                 return

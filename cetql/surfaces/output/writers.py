@@ -52,7 +52,7 @@ def write(df, target, fmt: OutputFormat, mode: OutputMode = OutputMode.ERROR, in
         writer.mode(target.mode.value).save(target.uri)
         return None
     with staged(target, df.sparkSession) as stage:
-        writer.mode("error").save(str(stage.path))
+        stage.call(lambda: writer.mode("error").save(str(stage.path)))
         rows = count_rows(stage.path, fmt)
         if target.kind == FILE:
             stage.source = _single_file(stage.path, out, fmt)

@@ -10,7 +10,8 @@ then its arguments, working folder and environment (of it, the child
 takes `state.HANDED_ENV` alone) as JSON.  The child takes all of them, runs the command as
 the CLI's main (only a plan that runs in process: else it exits with
 `state.NOT_HERE`, having said and written nothing) and its exit status
-goes back as one JSON line.  A byte from the client while it runs is a
+goes back as one JSON line (saying so when the serve's own stop ended
+it: the client says that, not a bare 143).  A byte from the client while it runs is a
 signal for the child ("I": SIGINT, "T": SIGTERM); a client that goes away
 takes the child with it (SIGTERM).  Children leave the serve's session (a
 Ctrl-C at the serve's terminal is not theirs) and die with it.
@@ -31,6 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cetql.base.processes import die_with_parent
+from cetql.base.streams import Unfailing
 from cetql.surfaces.serve.state import NOT_HERE, handed_env, peer_uid
 
 
@@ -51,6 +53,7 @@ class Runner:
         self.ready = threading.Event()  # set once warm: no fork while another thread imports
         self.fork_lock = threading.Lock()
         self.children: set[int] = set()
+        self.closing = False
         threading.Thread(target=self._warm, daemon=True, name="cetql-warm").start()
         threading.Thread(target=self._accept, daemon=True, name="cetql-runner").start()
 
@@ -58,6 +61,7 @@ class Runner:
         """Take no more runs; stop the running ones, and give them `wait`
         seconds to remove what they staged before the serve ends (its end
         kills them)."""
+        self.closing = True  # a run ended from here on was ended by the serve's stop: its client is told so
         with contextlib.suppress(OSError):
             self.sock.close()
         self.path.unlink(missing_ok=True)
@@ -119,8 +123,11 @@ class Runner:
             _, status = os.waitpid(pid, 0)
             self.children.discard(pid)
             code = os.waitstatus_to_exitcode(status)
+            reply = {"status": code if code >= 0 else 128 - code}
+            if self.closing and code != 0:
+                reply["serve_stopped"] = True
             with contextlib.suppress(OSError):
-                conn.sendall(json.dumps({"status": code if code >= 0 else 128 - code}).encode() + b"\n")
+                conn.sendall(json.dumps(reply).encode() + b"\n")
 
 
 def _own_user(conn: socket.socket) -> bool:
@@ -168,7 +175,7 @@ def _child(request: dict, fds: list[int], run_command) -> None:
         os.umask(int(request.get("umask", 0o022)))
         sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - the process's own streams
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False, buffering=1 if os.isatty(1) else -1)  # noqa: SIM115
-        sys.stderr = open(2, "w", encoding="utf-8", closefd=False, buffering=1)  # noqa: SIM115
+        sys.stderr = Unfailing(2)  # words lost to a full standard error do not fail the run
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(handed_env(request.get("env") or {}))  # the allow-list, whatever a client sent
