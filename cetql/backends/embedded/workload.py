@@ -49,7 +49,7 @@ def run_workload(w: WorkloadPlan) -> dict[str, Result]:
     out: dict[str, Result] = {}
     for g in w.groups:
         con = connect()
-        scanned = replace(w.plan(g.queries[0]), scan=g.scan)
+        scanned = replace(w.plan(g.reader), scan=g.scan)
         dropped = compiler.scan(con, scanned)
         for ex in g.exchanges:
             out.update(_exchange(w, ex, con, dropped))

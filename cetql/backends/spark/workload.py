@@ -40,7 +40,7 @@ def compile_workload(w: WorkloadPlan, inputs: dict[str | None, C.Input]) -> tupl
     out: dict[str, DataFrame] = {}
     kept = []
     for g in w.groups:
-        events = C.scan(replace(w.plan(g.queries[0]), scan=g.scan), inputs)
+        events = C.scan(replace(w.plan(g.reader), scan=g.scan), inputs)
         for ex in g.exchanges:
             combined, spec = exchange_frame(w, ex, events)
             if len(ex.queries) > 1:

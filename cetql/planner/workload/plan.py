@@ -73,13 +73,15 @@ class Exchange:
 
 @dataclass(frozen=True)
 class ScanGroup:
-    """Queries that read one scan: the representative plan's, checking the
-    columns every query reads."""
+    """Queries that read one scan: the reader's (a query reading every input
+    any of them reads, each the same way), checking every column any of
+    them reads."""
 
     queries: tuple[int, ...]
     scan: Scan
     exchanges: tuple[Exchange, ...]
     reason: str
+    reader: int  # the query whose plan reads the inputs (it reads every input of the group)
 
 
 @dataclass(frozen=True)

@@ -65,15 +65,21 @@ def _alone(p: PhysicalPlan) -> str | None:
 
 
 def _scan_facts(p: PhysicalPlan) -> list[tuple[str, object]]:
+    """What two queries must agree on to read one scan (beside their inputs: `_inputs_fit`)."""
     s = p.scan
-    facts = [("inputs", tuple((i.type_name, i.label) for i in s.inputs)),
-             ("how the inputs are read", tuple((i.time_cast, i.text) for i in s.inputs)),
-             ("time column", s.time_col), ("id column", s.id_col), ("time kind", (s.time_kind, s.nan_times)),
+    facts = [("time column", s.time_col), ("id column", s.id_col), ("time kind", (s.time_kind, s.nan_times)),
              ("time zone", p.logical.options.time_zone), ("invalid rows", s.invalid),
-             ("internal column names", p.names.prefix), ("streaming", p.stream is not None)]  # fmt: skip
+             ("internal column names", p.names.prefix), ("streaming", p.stream is not None),
+             ("checked unique ids", s.unique_ids)]  # fmt: skip
     if s.invalid == L.InvalidRows.DROP:
         facts.append(("the columns whose invalid values --drop-invalid drops rows by", s.checked))
     return facts
+
+
+def _inputs_fit(wide: PhysicalPlan, p: PhysicalPlan) -> bool:
+    """Does `wide` read every input `p` reads, each the same way?  (A scan
+    of the wider inputs then checks only what the wider query checks alone.)"""
+    return set(p.scan.inputs) <= set(wide.scan.inputs)
 
 
 def _exchange_facts(p: PhysicalPlan) -> list[tuple[str, object]]:
@@ -105,6 +111,28 @@ def _place(found: list[list[int]], facts, queries, i: int, what: str, apart: lis
     found.append([i])
 
 
+def _place_scan(found: list[list[int]], queries, i: int, apart: list[str]) -> None:
+    """A query joins a scan whose reader (its first query, the widest) reads
+    its inputs the same way, or whose reader's inputs it reads all of (it
+    becomes the reader)."""
+    p = queries[i].plan
+    for members in found:
+        wide = queries[members[0]].plan
+        if _differs(_scan_facts(wide), _scan_facts(p)) is not None:
+            continue
+        if _inputs_fit(wide, p):
+            members.append(i)
+            return
+        if _inputs_fit(p, wide):
+            members.insert(0, i)
+            return
+    for members in found:
+        first = queries[members[0]]
+        label = _differs(_scan_facts(first.plan), _scan_facts(p)) or "inputs (neither reads all of the other's)"
+        apart.append(f"{queries[i].name} does not share {first.name}'s scan: {label} differ")
+    found.append([i])
+
+
 def _groups(queries: tuple[Named, ...]) -> tuple[tuple[ScanGroup, ...], list[str]]:
     apart: list[str] = []
     scans: list[list[int]] = []
@@ -113,11 +141,11 @@ def _groups(queries: tuple[Named, ...]) -> tuple[tuple[ScanGroup, ...], list[str
         if why is not None:
             apart.append(f"{q.name} runs alone: {why}")
             continue
-        _place(scans, _scan_facts, queries, i, "scan", apart)
+        _place_scan(scans, queries, i, apart)
     groups = []
     for members in scans:
         exchanges: list[list[int]] = []
-        for i in members:
+        for i in sorted(members):
             _place(exchanges, _exchange_facts, queries, i, "exchange", apart)
         made = tuple(exchange(queries, tuple(e), _reason(queries, e)) for e in exchanges)
         if len(members) == 1 and not made[0].trees:
@@ -125,7 +153,7 @@ def _groups(queries: tuple[Named, ...]) -> tuple[tuple[ScanGroup, ...], list[str
             continue
         checked = tuple(dict.fromkeys(c for i in members for c in queries[i].plan.scan.checked))
         scan = replace(queries[members[0]].plan.scan, checked=checked)
-        groups.append(ScanGroup(tuple(members), scan, made, _scan_reason(queries, members)))
+        groups.append(ScanGroup(tuple(sorted(members)), scan, made, _scan_reason(queries, members), members[0]))
     return tuple(groups), apart
 
 
@@ -133,7 +161,10 @@ def _scan_reason(queries, members: list[int]) -> str:
     names = ", ".join(queries[i].name for i in members)
     if len(members) == 1:
         return f"{names} alone"
-    return f"{names} read the same inputs the same way: one scan, checking every column any of them reads"
+    reader = queries[members[0]]
+    inputs = ", ".join(i.label for i in reader.plan.scan.inputs) or "the inputs"
+    return (f"{names} read their inputs the same way: one scan of {inputs} (as {reader.name} reads them), checking "
+            "every column any of them reads")  # fmt: skip
 
 
 def _reason(queries, members: list[int]) -> str:

@@ -1,0 +1,87 @@
+"""A workload returns, for each query, exactly the rows that query returns
+alone (SEMANTICS.md, Engines and workloads): generated workloads of 2-8
+queries — fixed SEQ counts with a shared prefix (A-Seq's prefix tree),
+with a shared middle, with a shared Kleene part, detection and aggregation
+queries with predicates and windows of their own, negations in and around
+the shared parts — run shared, query by query against each run alone:
+same rows, same file schema.  On the embedded engine here; on Spark and on
+a stream in test_workloads_spark."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from engines import footer, rows, write_inputs
+from generators import stream
+from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import strategies as st
+from workloads import alone, compiled, run_workload_to, workloads
+
+from cetql.base.errors import QueryError, SchemaError
+from cetql.base.options import Engine
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck),
+                    phases=[Phase.explicit, Phase.reuse, Phase.generate])  # fmt: skip
+
+
+def shared_and_alone(texts: dict, events: list[dict], typed: bool, fmt: str):
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        data, by_type = write_inputs(folder, events, typed, False, fmt)
+        texts = valid(texts, data, by_type)
+        assume(len(texts) >= 2)
+        cw = compiled(texts, data, by_type, id_col="id")
+        assume(cw.plan.engine.engine == Engine.EMBEDDED)
+        done = run_workload_to(folder / "shared", cw, data, by_type)
+        shared = {n: (rows(p), footer(p)) for n, p in done.items()}
+        return cw, shared, alone(folder, texts, data, by_type, Engine.EMBEDDED, id_col="id")
+
+
+def valid(texts: dict, data, by_type: dict) -> dict:
+    """The queries that the inputs accept (a type mismatch, an ambiguous
+    aggregation are refused alone, and so in a workload)."""
+    out = {}
+    for name, text in texts.items():
+        try:
+            compiled({name: text}, data, by_type, id_col="id")
+        except (QueryError, SchemaError):
+            continue
+        out[name] = text
+    return out
+
+
+def check(cw, shared: dict, apart: dict) -> None:
+    for name in apart:
+        (got, got_footer), (want, want_footer) = shared[name], apart[name]
+        assert got_footer == want_footer, (name, cw[name].source)
+        assert got == want, (name, cw[name].source, cw.explain(as_string=True))
+
+
+@SETTINGS
+@given(st.data(), st.booleans(), st.sampled_from(["csv", "parquet"]))
+def test_each_query_of_a_workload_gives_its_rows_alone(data, typed, fmt):
+    texts = data.draw(workloads(typed))
+    events = data.draw(stream(typed, max_size=14).filter(lambda evs: len(evs) >= 3))
+    cw, shared, apart = shared_and_alone(texts, events, typed, fmt)
+    check(cw, shared, apart)
+
+
+def test_a_shared_prefix_is_one_tree_and_gives_each_query_its_count(tmp_path):
+    """Three counts with a common prefix of two positions: one tree of
+    2 + 3 counters, one kernel input, and each query's rows as alone."""
+    events = [{"ts": t, "__type": "ABC"[t * 7 % 3], "x": t % 4, "g": "gh"[t % 2], "k": "uv"[t % 3 % 2], "id": t}
+              for t in range(40)]  # fmt: skip
+    texts = {f"q{i}": f"PATTERN SEQ(A a, B b, {tail}) WHERE a.k = 'u' AGG COUNT(*) WITHIN 10 SLIDE 5"
+             for i, tail in enumerate(["A c", "B c", "!C n, A c"])}  # fmt: skip
+    data, by_type = write_inputs(tmp_path, events, True, False, "parquet")
+    cw = compiled(texts, data, by_type, id_col="id")
+    (group,) = cw.plan.groups
+    (ex,) = group.exchanges
+    (tree,) = ex.trees
+    assert len(tree.nodes) == 5 and len(tree.ends) == 3
+    text = cw.explain(as_string=True)
+    assert "prefix tree: 5 counter(s) for 3 queries (9 apart)" in text
+    done = run_workload_to(tmp_path / "shared", cw, data, by_type)
+    apart = alone(tmp_path, texts, data, by_type, Engine.EMBEDDED, id_col="id")
+    check(cw, {n: (rows(p), footer(p)) for n, p in done.items()}, apart)
