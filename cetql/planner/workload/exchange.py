@@ -64,6 +64,7 @@ def _member(cols: _Columns, i: int, q: Named) -> Member:
         shared = cols.get(m.definition, guard, f"mask {show(m.definition)}", q.name)
         own.append((m.column, shared))
         masks.append(K.Col("self", shared))
+    masks = list(dict.fromkeys(masks))
     selection = K.Or(tuple(masks)) if len(masks) > 1 else masks[0]
     select = cols.get(selection, None, "selection", q.name)
     for d in p.root.derived:

@@ -35,12 +35,20 @@ def workload(named: Sequence[tuple[str, PhysicalPlan]], sharing: WorkloadSharing
     queries = tuple(Named(n, p) for n, p in named)
     engine = _engine(queries)
     queries = tuple(replace(q, plan=replace(q.plan, engine=engine)) for q in queries)
+    stream = any(q.plan.stream is not None for q in queries)
+    if sharing == WorkloadSharing.NONE and stream:
+        groups = tuple(_group(queries, [i], [[i]], f"{queries[i].name} alone (--workload-sharing none)")
+                       for i in range(len(queries)))  # fmt: skip
+        return WorkloadPlan(queries, sharing, groups, (STREAM_NONE,), None, engine)
     if sharing == WorkloadSharing.NONE:
         return WorkloadPlan(queries, sharing, (), ("--workload-sharing none: every query runs alone, by its own plan",),
                             None, engine)  # fmt: skip
-    groups, apart = _groups(queries)
+    groups, apart = _groups(queries, keep_single=stream)
     estimate = cost.estimate(queries, groups, engine.engine)
-    if groups and not estimate.shares:
+    if stream:
+        apart.append("a stream runs as one streaming query, one checkpoint: every query in an exchange, whatever "
+                     "the estimate")  # fmt: skip
+    elif groups and not estimate.shares:
         apart.append(f"the estimate shared ({estimate.shared:.1f}) is not below alone ({estimate.apart:.1f}): "
                      "every query runs alone")  # fmt: skip
         groups = ()
@@ -133,7 +141,18 @@ def _place_scan(found: list[list[int]], queries, i: int, apart: list[str]) -> No
     found.append([i])
 
 
-def _groups(queries: tuple[Named, ...]) -> tuple[tuple[ScanGroup, ...], list[str]]:
+STREAM_NONE = ("--workload-sharing none: every query reads its own scan into its own stateful operator, in one "
+               "streaming query (one checkpoint)")
+
+
+def _group(queries, members: list[int], exchanges: list[list[int]], reason: str) -> ScanGroup:
+    made = tuple(exchange(queries, tuple(e), _reason(queries, e)) for e in exchanges)
+    checked = tuple(dict.fromkeys(c for i in members for c in queries[i].plan.scan.checked))
+    scan = replace(queries[members[0]].plan.scan, checked=checked)
+    return ScanGroup(tuple(sorted(members)), scan, made, reason, members[0])
+
+
+def _groups(queries: tuple[Named, ...], keep_single: bool = False) -> tuple[tuple[ScanGroup, ...], list[str]]:
     apart: list[str] = []
     scans: list[list[int]] = []
     for i, q in enumerate(queries):
@@ -147,13 +166,11 @@ def _groups(queries: tuple[Named, ...]) -> tuple[tuple[ScanGroup, ...], list[str
         exchanges: list[list[int]] = []
         for i in sorted(members):
             _place(exchanges, _exchange_facts, queries, i, "exchange", apart)
-        made = tuple(exchange(queries, tuple(e), _reason(queries, e)) for e in exchanges)
-        if len(members) == 1 and not made[0].trees:
+        group = _group(queries, members, exchanges, _scan_reason(queries, members))
+        if len(members) == 1 and not group.exchanges[0].trees and not keep_single:
             apart.append(f"{queries[members[0]].name} runs alone: it shares its scan with no other query")
             continue
-        checked = tuple(dict.fromkeys(c for i in members for c in queries[i].plan.scan.checked))
-        scan = replace(queries[members[0]].plan.scan, checked=checked)
-        groups.append(ScanGroup(tuple(sorted(members)), scan, made, _scan_reason(queries, members), members[0]))
+        groups.append(group)
     return tuple(groups), apart
 
 

@@ -29,10 +29,11 @@ class WorkloadFrames(dict):
     exchange read one persisted result: the first action computes every
     query of it; `unpersist()` releases it."""
 
-    def __init__(self, frames: dict, plan: WorkloadPlan, kept: list):
+    def __init__(self, frames: dict, plan: WorkloadPlan, kept: list, stream=None):
         super().__init__(frames)
         self.plan = plan
         self._kept = kept
+        self.stream = stream  # streams: the workload as one streaming DataFrame (`WorkloadStream`: df, frames(batch))
 
     def unpersist(self) -> None:
         for df in self._kept:
@@ -90,10 +91,16 @@ def execute_workload(cw, data, keywords: dict, *, spark, watermark=None) -> Work
     if any(p.stream is not None for _, p in named):
         from cetql.backends.spark.workload_stream import compile_workload_stream  # start-up cost: streams only
 
-        frames, kept = compile_workload_stream(w, inputs), []
+        frames, one = compile_workload_stream(w, inputs)
+        out = WorkloadFrames(frames, w, [], one)
     else:
-        frames, kept = compile_workload(w, inputs)
-    return WorkloadExecution(w, inputs, spark, WorkloadFrames(frames, w, kept), {n: c.source for n, c in cw.queries})
+        out = _frames(w, inputs)
+    return WorkloadExecution(w, inputs, spark, out, {n: c.source for n, c in cw.queries})
+
+
+def _frames(w: WorkloadPlan, inputs: dict) -> WorkloadFrames:
+    frames, kept = compile_workload(w, inputs)
+    return WorkloadFrames(frames, w, kept)
 
 
 def _check_ids(inputs: dict, id_col: str | None) -> None:

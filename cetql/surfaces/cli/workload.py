@@ -16,41 +16,18 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from cetql.backends.spark.resources import default_resources
 from cetql.base.errors import UsageError
 from cetql.base.options import Engine, OutputFormat, Sink
 from cetql.planner.explain import explain_data
-from cetql.planner.logical.plan import Inputs
 from cetql.planner.semantics.schema import parse_ddl
 from cetql.planner.workload.show import workload_lines, workload_text
-from cetql.surfaces.api.query import check_inputs
-from cetql.surfaces.api.workload import compile_many
-from cetql.surfaces.arguments import parse_inputs, parse_params
-from cetql.surfaces.cli.flags import as_stream, known_inputs, run_options
+from cetql.surfaces.cli.flags import run_options
 from cetql.surfaces.cli.said import say_dropped
+from cetql.surfaces.cli.workload_common import planned, say_query_written, title
 from cetql.surfaces.cli.workload_file import read_workload
 from cetql.surfaces.output import resolve_output, write_batches
 from cetql.surfaces.render import print_result, sort_columns
 from cetql.surfaces.serve.state import NOT_HERE
-
-
-def planned(args, options, *, stream: bool = False, schema=None, strict: bool = True):
-    """(the workload planned for the command line's inputs, untyped input, typed inputs)."""
-    queries = read_workload(args)
-    params = parse_params(args.param)
-    data, typed = parse_inputs(args.input)
-    sharing = getattr(args, "workload_sharing", None) or "auto"
-    cw = compile_many(queries, params, options=options, sharing=sharing, strict_params=bool(args.param))
-    check_inputs(data if data is not None else typed, tuple(sorted({t for _, c in cw.queries for t in c.types})))
-    each = {}
-    for name, c in cw.queries:
-        mine = {t: p for t, p in typed.items() if t in c.types}
-        known = known_inputs(data, mine, options.time_col, options.time_zone) if args.input else None
-        if known is None and schema is not None:
-            known = Inputs(schema=schema)
-        each[name] = as_stream(known, args.watermark) if stream else known
-    resources = default_resources() if getattr(args, "command", "run") == "compile" else None
-    return cw.planned(each, resources, strict_params=strict), data, typed
 
 
 def cmd_compile_workload(args) -> int:
@@ -108,18 +85,6 @@ def cmd_run_workload(args, fmt, mode, sink_of) -> int:
         if made is not None and made.is_dir() and not any(made.iterdir()):
             made.rmdir()
         raise
-
-
-def say_query_written(name: str, rows: int | None, kind: str, target, fmt: OutputFormat, started: float) -> None:
-    noun = "trends" if kind == "detection" else "rows"
-    if rows is None:
-        print(f"{name}: '{target.given}' exists; nothing written (--mode ignore)")
-    else:
-        print(f"{name}: wrote {rows:,} {noun} to {target.given} ({fmt.value}) in {time.monotonic() - started:.1f} s")
-
-
-def title(name: str, first: bool) -> None:
-    print(("" if first else "\n") + f"== {name} ==", flush=True)
 
 
 def run_embedded(cw, chosen: dict | None, fmt, args) -> int:

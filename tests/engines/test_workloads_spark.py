@@ -1,0 +1,99 @@
+"""A workload on Spark and on a stream returns, for each query, exactly
+the rows that query returns alone (SEMANTICS.md, Engines and workloads):
+generated workloads (as in test_workloads) run on Spark — one exchange,
+one mapInArrow for the queries that share it — against each query run
+alone (on the embedded engine: the parity tests hold both engines to the
+same rows and file schema); one workload on a stream against the batch."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from engines import footer, rows, write_inputs
+from generators import stream
+from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import strategies as st
+from test_workloads import valid
+from workloads import alone, compiled, run_workload_to, workloads
+
+from cetql.base.options import Engine
+
+SETTINGS = settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck),
+                    phases=[Phase.explicit, Phase.reuse, Phase.generate])  # fmt: skip
+SPARK_META = b"org.apache.spark.sql.parquet.row.metadata"
+
+
+@SETTINGS
+@given(st.data(), st.booleans())
+def test_each_query_of_a_workload_on_spark_gives_its_rows_alone(spark, data, typed):
+    texts = data.draw(workloads(typed, detection=True))
+    events = data.draw(stream(typed, max_size=14).filter(lambda evs: len(evs) >= 3))
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        given_data, by_type = write_inputs(folder, events, typed, False, "parquet")
+        texts = valid(texts, given_data, by_type)
+        assume(len(texts) >= 2)
+        cw = compiled(texts, given_data, by_type, engine=Engine.SPARK, id_col="id")
+        done = run_workload_to(folder / "shared", cw, given_data, by_type, spark=spark)
+        apart = alone(folder, texts, given_data, by_type, Engine.EMBEDDED, id_col="id")
+        for name, (want, want_footer) in apart.items():
+            got_footer = footer(done[name])
+            assert got_footer.remove_metadata() == want_footer.remove_metadata(), (name, texts[name])
+            assert json.loads(got_footer.metadata[SPARK_META]) == json.loads(want_footer.metadata[SPARK_META])
+            assert rows(done[name]) == want, (name, texts[name], cw.explain(as_string=True))
+
+
+STREAMED = {
+    "ab": "PATTERN SEQ(Stock a, Stock b) WHERE a.type = 'A' AND a.k = 'u' AND b.type = 'B' AGG COUNT(*) WITHIN 6 SLIDE 3",
+    "abc": "PATTERN SEQ(Stock a, Stock b, !Stock n, Stock c) WHERE a.type = 'A' AND a.k = 'u' AND b.type = 'B' AND "
+           "n.type = 'C' AND c.type = 'A' AGG COUNT(*) WITHIN 6 SLIDE 3",
+    "rise": "PATTERN Stock+ a[] WHERE a.type = 'A' AND a[i].x > a[i-1].x WITHIN 6 SLIDE 3",
+}
+
+
+def test_a_workload_on_a_stream_writes_each_query_its_batch_rows(spark, tmp_path):
+    """Three queries on one stream (one streaming query, one checkpoint):
+    each query's folder holds exactly the rows it gives alone in batch."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cetql.backends.spark.streaming import PROVIDER
+    from cetql.surfaces.cli.main import main
+    from cetql.surfaces.cli.stream import CHANGELOG
+
+    events = [{"id": t, "ts": t, "type": "ABC"[t * 7 % 3], "x": t * 5 % 7, "k": "uv"[t % 3 % 2]} for t in range(60)]
+    schema = pa.schema([("id", pa.int64()), ("ts", pa.int64()), ("type", pa.string()), ("x", pa.int64()),
+                        ("k", pa.string())])  # fmt: skip
+    folder, batch = tmp_path / "in", tmp_path / "batch"
+    folder.mkdir()
+    batch.mkdir()
+    pq.write_table(pa.Table.from_pylist(events[:30], schema=schema), folder / "part-0.parquet")
+    pq.write_table(pa.Table.from_pylist(events[30:], schema=schema), folder / "part-1.parquet")
+    flush = {"id": 10**6, "ts": 10**6, "type": "C", "x": 0, "k": "v"}  # moves the watermark past every window
+    pq.write_table(pa.Table.from_pylist([flush], schema=schema), folder / "part-2.parquet")
+    pq.write_table(pa.Table.from_pylist(events, schema=schema), batch / "all.parquet")
+    files = []
+    for name, text in STREAMED.items():
+        (tmp_path / f"{name}.cet").write_text(text)
+        files.append(str(tmp_path / f"{name}.cet"))
+    before = {k: spark.conf.get(k, None) for k in (PROVIDER, CHANGELOG)}
+    try:
+        code = main(["run", *files, "--stream", "--input", str(folder), "--id-col", "id", "--output", str(tmp_path / "out"),
+                     "--checkpoint", str(tmp_path / "ck"), "--until-idle", "3"])  # fmt: skip
+    finally:
+        for k, v in before.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+    assert code == 0
+    for name in STREAMED:
+        text = (tmp_path / f"{name}.cet").read_text()
+        want = rows(run_to_embedded(tmp_path / f"alone-{name}", text, str(batch / "all.parquet")))
+        got = sorted(({k: v for k, v in r.items()} for r in pq.read_table(tmp_path / "out" / name).to_pylist()), key=repr)
+        assert want and got == want, name
+
+
+def run_to_embedded(folder: Path, text: str, data: str) -> Path:
+    from engines import run_to
+
+    return run_to(folder, text, data, {}, Engine.EMBEDDED, id_col="id")
