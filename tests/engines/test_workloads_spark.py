@@ -97,3 +97,29 @@ def run_to_embedded(folder: Path, text: str, data: str) -> Path:
     from engines import run_to
 
     return run_to(folder, text, data, {}, Engine.EMBEDDED, id_col="id")
+
+
+def test_the_repl_holds_queries_and_runs_them_as_one_workload(spark):
+    """`:add` holds queries by name, `:workload explain` says what they
+    share, `:workload run` prints each under its name, as alone."""
+    import io
+
+    from cetql.surfaces.repl import Shell
+
+    checks = Path(__file__).resolve().parents[2] / "examples" / "data" / "checks.csv"
+    out, err = io.StringIO(), io.StringIO()
+    shell = Shell(out=out, err=err, limit=0)
+    shell._spark = spark
+    count = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100 SLIDE 50 AGG COUNT(*)"
+    for entry in (f":input {checks}", f"{count};", ":add kite", ":add pairs PATTERN SEQ(Check a, Check b) WHERE "
+                  "a.type = 'notcovered' AGG COUNT(*) WITHIN 100 SLIDE 50", ":workload", ":workload explain",
+                  ":workload run"):  # fmt: skip
+        shell.handle(entry)
+    text = out.getvalue()
+    assert not err.getvalue().strip() or "Traceback" not in err.getvalue()
+    assert "held 2: kite, pairs" in text and "workload of 2 queries: 2 of them shared" in text
+    alone = text.split("answered in")[0]
+    workload = text.split("== kite ==")[1].split("== pairs ==")[0]
+    assert [line for line in alone.splitlines() if line.startswith("│")] == \
+        [line for line in workload.splitlines() if line.startswith("│")]  # fmt: skip
+    assert "answered 2 queries in" in text and workload.count("│") > 10, text
