@@ -123,3 +123,21 @@ def test_the_repl_holds_queries_and_runs_them_as_one_workload(spark):
     assert [line for line in alone.splitlines() if line.startswith("│")] == \
         [line for line in workload.splitlines() if line.startswith("│")]  # fmt: skip
     assert "answered 2 queries in" in text and workload.count("│") > 10, text
+
+
+def test_spark_cet_takes_a_workload_and_returns_a_dataframe_a_query(spark):
+    import cetql
+
+    cetql.install(spark)
+    checks = str(Path(__file__).resolve().parents[2] / "examples" / "data" / "checks.csv")
+    texts = {"kite": "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100 SLIDE 50 AGG COUNT(*)",
+             "pairs": "PATTERN SEQ(Check a, Check b) WHERE a.type = 'notcovered' AGG COUNT(*) WITHIN 100 SLIDE 50"}  # fmt: skip
+    frames = spark.cet(texts, checks, id_col="id")
+    try:
+        assert list(frames) == ["kite", "pairs"] and frames.plan.groups
+        for name, text in texts.items():
+            alone = spark.cet(text, checks, id_col="id")
+            assert frames[name].schema == alone.schema
+            assert sorted(frames[name].collect()) == sorted(alone.collect())
+    finally:
+        frames.unpersist()
