@@ -10,10 +10,13 @@ selection column per query (the events it takes).  A member's kernel sees
 exactly the table it sees alone — the rows its selection holds, under its
 own column names — so it gives the rows it gives alone.
 
-One call's output is one table of every member's rows (`combined_schema`):
-the query's index, the group columns the members share, then each member's
-own result columns, prefixed `__r<index>_` (null in the other members'
-rows).  `member_rows` takes one query's rows back out, in its own schema.
+`member_batches` gives each member's output batches, in its own schema
+(the embedded engine keeps them apart as they come).  For Spark's
+`mapInArrow` and a stream's operator, one schema holds them all
+(`combined_schema`): the query's index, the group columns the members
+share, then each member's own result columns, prefixed `__r<index>_`
+(null in the other members' rows); `backends.spark.workload` selects one
+query's rows back out of it.
 """
 
 from __future__ import annotations
@@ -86,19 +89,11 @@ def pack(spec: WorkloadSpec, m: Member, batch: pa.RecordBatch, schema: pa.Schema
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def member_rows(spec: WorkloadSpec, query: int, batch: pa.RecordBatch, own: pa.Schema) -> pa.RecordBatch:
-    """One query's rows of a combined batch, in its own output schema."""
-    mine = batch.filter(pc.equal(batch.column(spec.query), query))
-    group = set(spec.columns.group)
-    arrays = [mine.column(f.name if f.name in group else result_name(query, f.name)).cast(f.type) for f in own]
-    return pa.RecordBatch.from_arrays(arrays, schema=own)
-
-
-def workload_table(spec: WorkloadSpec, table: pa.Table) -> Iterator[pa.RecordBatch]:
-    """Every member's rows of whole groups of the shared input."""
+def member_batches(spec: WorkloadSpec, table: pa.Table) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """(member index, a batch of its output rows, in its own schema) for
+    whole groups of the shared input."""
     if table.num_rows == 0:
         return
-    schema = combined_schema(spec, table.schema)
     in_tree = {e.member for t in spec.trees for e in t.ends}
     for i, m in enumerate(spec.members):
         if i in in_tree:
@@ -108,10 +103,21 @@ def workload_table(spec: WorkloadSpec, table: pa.Table) -> Iterator[pa.RecordBat
             continue
         run = detect_table if isinstance(m.spec, K.DetectSpec) else aggregate_table
         for b in run(m.spec, rows):
-            yield pack(spec, m, b, schema)
+            yield i, b
     for tree in spec.trees:
-        for i, b in tree_batches(spec, tree, table):
-            yield pack(spec, spec.members[i], b, schema)
+        yield from tree_batches(spec, tree, table)
+
+
+def workload_table(spec: WorkloadSpec, table: pa.Table) -> Iterator[pa.RecordBatch]:
+    """Every member's rows of whole groups of the shared input, as rows of the combined schema."""
+    schema = combined_schema(spec, table.schema) if table.num_rows else None
+    for i, b in member_batches(spec, table):
+        yield pack(spec, spec.members[i], b, schema)
+
+
+def members_fn(spec: WorkloadSpec):
+    """`member_batches` over sorted batches (the embedded engine's slices)."""
+    return map_groups(list(spec.columns.group), lambda table: member_batches(spec, table))
 
 
 def workload_fn(spec: WorkloadSpec):

@@ -23,7 +23,7 @@ from cetql.backends.embedded.output import output
 from cetql.backends.embedded.slices import kernels
 from cetql.backends.sql.dialects import DUCKDB
 from cetql.backends.sql.workload import column_sql, levels
-from cetql.kernels.workload import base_columns, member_rows, member_schema, workload_fn
+from cetql.kernels.workload import base_columns, member_schema, members_fn
 from cetql.planner.physical.plan import PhysicalPlan
 from cetql.planner.workload.kernel import workload_spec
 from cetql.planner.workload.plan import Exchange, WorkloadPlan
@@ -62,16 +62,13 @@ def _exchange(w: WorkloadPlan, ex: Exchange, con, dropped: int) -> dict[str, Res
     plan = w.plan(ex.queries[0])
     spec = workload_spec(w, ex)
     table = con.sql(exchange_sql(ex, plan, spec)).to_arrow_table()
-    own = {m.query: member_schema(m, table.schema) for m in ex.members}
-    rows: dict[int, list] = {m.query: [] for m in ex.members}
-    for batch in kernels(workload_fn(spec), table, plan.names.window):
-        for q, schema in own.items():
-            mine = member_rows(spec, q, batch, schema)
-            if mine.num_rows:
-                rows[q].append(mine)
+    rows: list[list] = [[] for _ in ex.members]
+    for i, batch in kernels(members_fn(spec), table, plan.names.window):
+        if batch.num_rows:
+            rows[i].append(batch)
     out = {}
-    for m in ex.members:
+    for i, m in enumerate(ex.members):
         p = w.plan(m.query)
-        schema, project = output(p, own[m.query])
-        out[w.queries[m.query].name] = Result(schema, iter([project(b) for b in rows[m.query]]), dropped, con, p)
+        schema, project = output(p, member_schema(m, table.schema))
+        out[w.queries[m.query].name] = Result(schema, iter([project(b) for b in rows[i]]), dropped, con, p)
     return out
