@@ -37,6 +37,10 @@ def _group_lines(w: WorkloadPlan, g: ScanGroup) -> list[str]:
         first, *rest = _exchange_lines(ex)
         where = "one Spark exchange (hash partitioned, sorted), one mapInArrow" if spark else "one DuckDB query, sorted"
         lines.append(f"Exchange   {first}: {where}")
+        p = w.plan(ex.queries[0])
+        keys = ", ".join(["block of windows" if p.windows.block else "window", *(k.attr for k in p.partition.keys)])
+        lines.append(f"{'':<10}   by ({keys}): windows [k*{p.windows.slide}, k*{p.windows.slide} + {p.windows.length}) "
+                     f"of the time column's units")  # fmt: skip
         lines += [f"{'':<10} {x}" for x in rest]
         if spark and k > 0:
             lines.append(f"{'':<10} Spark reads the scan again for this exchange (no cache is asked for)")
