@@ -27,6 +27,7 @@ import datetime as dt
 import os
 import platform
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -61,23 +62,28 @@ def data(kind: str, events: int) -> str:
     return str(path)
 
 
-def timed(texts: dict, path: str, sharing: str) -> tuple[float, int, object]:
-    """(seconds, result rows, the workload plan) of one run."""
+def cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(texts: dict, path: str, sharing: str) -> tuple[tuple[float, float], int, object]:
+    """((wall seconds, CPU seconds of the process), result rows, the workload plan) of one run."""
     import cetql
     from cetql.backends.embedded.workload import run_workload
     from cetql.base.options import Engine, RunOptions, Sink
     from cetql.surfaces.cli.flags import known_inputs
 
-    started = time.perf_counter()
+    started, used = time.perf_counter(), cpu()
     opts = replace(RunOptions.of(id_col="id"), engine=Engine.AUTO, sink=Sink.PARQUET)
-    cw = cetql.compile_many(texts, options=opts, sharing=sharing).planned(known_inputs(path, {}, "ts"))
+    cw = cetql.compile_many(texts, options=opts, sharing=sharing, inputs=known_inputs(path, {}, "ts"))
     rows = sum(b.num_rows for r in run_workload(cw.plan).values() for b in r.batches)
-    return time.perf_counter() - started, rows, cw.plan
+    return (time.perf_counter() - started, cpu() - used), rows, cw.plan
 
 
-def best(texts: dict, path: str, sharing: str, repeat: int) -> tuple[float, int, object]:
+def best(texts: dict, path: str, sharing: str, repeat: int) -> tuple[tuple[float, float], int, object]:
     runs = [timed(texts, path, sharing) for _ in range(repeat)]
-    return min(r[0] for r in runs), runs[0][1], runs[0][2]
+    return (min(r[0][0] for r in runs), min(r[0][1] for r in runs)), runs[0][1], runs[0][2]
 
 
 def measure(events: int, counts: list[int], repeat: int = 1) -> list[dict]:
@@ -91,10 +97,12 @@ def measure(events: int, counts: list[int], repeat: int = 1) -> list[dict]:
             alone, rows_alone, _ = best(texts, path, "none", repeat)
             assert rows == rows_alone, (name, n, rows, rows_alone)
             trees = [t for g in plan.groups for ex in g.exchanges for t in ex.trees]
-            out.append({"workload": name, "about": about, "n": n, "events": events, "shared": shared, "alone": alone,
+            out.append({"workload": name, "about": about, "n": n, "events": events, "shared": shared[0],
+                        "alone": alone[0], "shared_cpu": shared[1], "alone_cpu": alone[1],
                         "rows": rows, "counters": sum(len(t.nodes) for t in trees),
                         "positions": sum(len(plan.plan(e.member).root.template.states) for t in trees for e in t.ends)})  # fmt: skip
-            print(f"{name} {n:>3} queries: shared {shared:6.2f} s, alone {alone:6.2f} s, {rows:,} rows", flush=True)
+            print(f"{name} {n:>3} queries: shared {shared[0]:6.2f} s ({shared[1]:.2f} CPU), alone {alone[0]:6.2f} s "
+                  f"({alone[1]:.2f} CPU), {rows:,} rows", flush=True)  # fmt: skip
     return out
 
 
@@ -105,17 +113,20 @@ def table(rows: list[dict], load: str, events: int, repeat: int) -> str:
              f"Script: `python bench/workloads.py --events {events} --repeat {repeat}` (the fastest of {repeat} "
              "run(s) each); the embedded engine, in one process, timed from planning to the last result batch; events from `bench/generate.py` (ticks: 10 symbols, random "
              "walks; checks: 50 accounts).", "",
-             "| workload | queries | events | shared s | alone s | alone / shared | shared / 1 query shared | "
-             "shared / 1 query alone | query-events/s shared | prefix counters (apart) |",
+             "| workload | queries | events | shared s (CPU s) | alone s (CPU s) | alone / shared | "
+             "shared / 1 query shared (CPU) | shared / 1 query alone | query-events/s shared | prefix counters (apart) |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     first = {r["workload"]: r for r in rows if r["n"] == min(x["n"] for x in rows)}
     for r in rows:
         one = first[r["workload"]]
         counters = f"{r['counters']} ({r['positions']})" if r["counters"] else "—"
-        lines.append(f"| {r['workload']} | {r['n']} | {r['events']:,} | {r['shared']:.2f} | {r['alone']:.2f} | "
-                     f"{r['alone'] / r['shared']:.1f} | {r['shared'] / one['shared']:.2f} | "
+        lines.append(f"| {r['workload']} | {r['n']} | {r['events']:,} | {r['shared']:.2f} ({r['shared_cpu']:.2f}) | "
+                     f"{r['alone']:.2f} ({r['alone_cpu']:.2f}) | {r['alone'] / r['shared']:.1f} | "
+                     f"{r['shared'] / one['shared']:.2f} ({r['shared_cpu'] / one['shared_cpu']:.2f}) | "
                      f"{r['shared'] / one['alone']:.2f} | {r['n'] * r['events'] / r['shared']:,.0f} | {counters} |")  # fmt: skip
     lines += ["", *[f"- {w}: {about}." for w, (_, _, about) in WORKLOADS.items()],
+              "- CPU s: the process's user and system time (the DuckDB and kernel threads included): less moved by "
+              "other work on the machine than wall time.",
               "- \"1 query shared\" is the same query run as a one-query workload (for ticks: a prefix tree of one "
               "query, counted by columns at once); \"1 query alone\" is it run by its own plan (A-Seq's event loop).",
               "- The papers, for comparison (their engines, their machines): A-Seq (SIGMOD'14) Fig. 16 — the shared "

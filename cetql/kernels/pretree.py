@@ -176,7 +176,7 @@ def count_tree(table: pa.Table, tree: PrefixTree, lay: Layout, dtype) -> dict[in
     for i, node in enumerate(tree.nodes):
         parent = values[node.parent] if node.parent >= 0 else None
         c = _contributions(lay, parent, _mask(table, node.mask, at), _any(table, node.clears, at), dtype)
-        if dtype is not object and len(c) and float(c.astype(np.float64).sum()) >= SAFE:
+        if dtype is not object and len(c) and float(np.add.reduce(c, dtype=np.float64)) >= SAFE:
             return None
         values[i] = c
         if node.parent >= 0:
@@ -207,10 +207,15 @@ def tree_batches(spec: WorkloadSpec, tree: PrefixTree, table: pa.Table) -> Itera
 def _batch(spec: K.AggregateSpec, table: pa.Table, lay: Layout, counts: np.ndarray, windows: np.ndarray):
     schema = aggregate_schema(spec, table.schema)
     rows = pa.array(lay.window_row[windows], type=pa.int64())
-    keys = [table.column(k).take(rows).to_pylist() for k in spec.output_keys]
-    arrays = [pa.array([lay.window_key[w] for w in windows.tolist()], type=schema.field(0).type)]
-    arrays += [pa.array(v, type=schema.field(1 + i).type) for i, v in enumerate(keys)]
-    finals = [_final(spec, 0, int(counts[w]), lay.window_key[w], [k[j] for k in keys])
-              for j, w in enumerate(windows.tolist())]  # fmt: skip
-    arrays.append(pa.array(finals, type=schema.field(len(arrays)).type))
+    keys = [table.column(k).take(rows).combine_chunks().cast(schema.field(1 + i).type)
+            for i, k in enumerate(spec.output_keys)]  # fmt: skip
+    wk = [lay.window_key[w] for w in windows.tolist()]
+    arrays = [pa.array(wk, type=schema.field(0).type), *keys]
+    target = schema.field(len(arrays)).type
+    if counts.dtype != object and (pa.types.is_string(target) or target == pa.decimal128(38, 0)):
+        arrays.append(pa.array(counts[windows], type=pa.int64()).cast(target))  # below 2^62: as `_final` gives them
+    else:
+        values = [k.to_pylist() for k in keys]
+        arrays.append(pa.array([_final(spec, 0, int(counts[w]), wk[j], [v[j] for v in values])
+                                for j, w in enumerate(windows.tolist())], type=target))  # fmt: skip
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

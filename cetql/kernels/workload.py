@@ -42,10 +42,10 @@ def base_columns(c: K.Columns) -> list[str]:
 
 def view(table: pa.Table, m: Member) -> pa.Table:
     """The member's kernel input: its rows, its own column names."""
-    rows = table.filter(pc.fill_null(table.column(m.select), False))
     names = [c for c in base_columns(m.spec.columns) if c in table.column_names]
     names += [shared for _, shared in m.columns]
-    return rows.select(names).rename_columns([*names[: len(names) - len(m.columns)], *(own for own, _ in m.columns)])
+    mine = table.select(names).rename_columns([*names[: len(names) - len(m.columns)], *(own for own, _ in m.columns)])
+    return mine.filter(pc.fill_null(table.column(m.select), False))  # its columns only: a copy of what it reads
 
 
 def view_schema(input_schema: pa.Schema, m: Member) -> pa.Schema:

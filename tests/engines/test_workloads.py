@@ -85,3 +85,21 @@ def test_a_shared_prefix_is_one_tree_and_gives_each_query_its_count(tmp_path):
     done = run_workload_to(tmp_path / "shared", cw, data, by_type)
     apart = alone(tmp_path, texts, data, by_type, Engine.EMBEDDED, id_col="id")
     check(cw, {n: (rows(p), footer(p)) for n, p in done.items()}, apart)
+
+
+def test_counts_past_64_bits_are_exact_in_a_prefix_tree(tmp_path):
+    """Counts of SEQ of ten events over 400 events pass 2^62: the tree counts
+    them again in Python integers, and each query's DECIMAL(38) count is
+    the one it gives alone (A-Seq's own counters)."""
+    events = [{"ts": t, "__type": None, "x": t % 4, "g": "g", "k": "uv"[t % 2], "id": t} for t in range(400)]
+    seq = ", ".join(f"A v{i}" for i in range(9))
+    texts = {"all": f"PATTERN SEQ({seq}, A w) AGG COUNT(*) WITHIN 1000",
+             "u": f"PATTERN SEQ({seq}, A w) WHERE w.k = 'u' AGG COUNT(*) WITHIN 1000"}  # fmt: skip
+    data, by_type = write_inputs(tmp_path, events, False, False, "parquet")
+    cw = compiled(texts, data, by_type, id_col="id")
+    (tree,) = cw.plan.groups[0].exchanges[0].trees
+    assert len(tree.nodes) == 11
+    done = run_workload_to(tmp_path / "shared", cw, data, by_type)
+    apart = alone(tmp_path, texts, data, by_type, Engine.EMBEDDED, id_col="id")
+    check(cw, {n: (rows(p), footer(p)) for n, p in done.items()}, apart)
+    assert apart["all"][0][0]["COUNT(*)"] > 2**62

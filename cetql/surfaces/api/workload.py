@@ -15,9 +15,10 @@ letter or digit first, then letters, digits, `_`, `-` or `.`.
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from cetql.base.errors import ArgumentTypeError, ParameterError, UsageError, spoken
+from cetql.base.errors import ArgumentTypeError, ParameterError, QueryError, UsageError, spoken
 from cetql.base.options import RunOptions
 from cetql.language.parser import parse
 from cetql.planner.logical.plan import Inputs, Resources
@@ -40,6 +41,15 @@ def check_name(name) -> str:
         raise UsageError(f"query name {name!r}: a name is its output folder — a letter or digit, then letters, "
                          "digits, _, - or .")  # fmt: skip
     return name
+
+
+@contextmanager
+def named(name: str):
+    """A query's error, saying which query of the workload it is."""
+    try:
+        yield
+    except QueryError as e:
+        raise type(e)(f"query {name}: {e.message}", e.pos, e.source) from None
 
 
 def sharing_of(value) -> WorkloadSharing:
@@ -65,7 +75,10 @@ def compile_many(queries: dict, params: dict | None = None, schema: Schema | Non
         raise ArgumentTypeError("compile_many takes a dict {name: query text} of at least one query")
     options = RunOptions.of(options, **keywords)
     given = check_params(_param_dict(params))
-    asts = {check_name(n): parse(query_text(t)) for n, t in queries.items()}
+    asts = {}
+    for n, t in queries.items():
+        with named(check_name(n)):
+            asts[n] = parse(query_text(t))
     read = {n: parameters_read(a) for n, a in asts.items()}
     unread = [k for k in given if not any(k in r for r in read.values())]
     if unread:
@@ -94,9 +107,12 @@ class CompiledWorkload:
                 strict_params: bool = True) -> CompiledWorkload:  # fmt: skip
         """Every query planned for its inputs (one `Inputs` for all, or
         {name: Inputs}), then the workload plan over them."""
-        each = tuple((n, c.planned(inputs.get(n) if isinstance(inputs, dict) else inputs, resources,
-                                   strict_params=strict_params)) for n, c in self.queries)  # fmt: skip
-        return replace(self, queries=each, plan=workload([(n, c.plan) for n, c in each], self.sharing))
+        each = []
+        for n, c in self.queries:
+            with named(n):
+                each.append((n, c.planned(inputs.get(n) if isinstance(inputs, dict) else inputs, resources,
+                                          strict_params=strict_params)))  # fmt: skip
+        return replace(self, queries=tuple(each), plan=workload([(n, c.plan) for n, c in each], self.sharing))
 
     def explain(self, *, as_string: bool = False) -> str | None:
         """The workload plan (what is shared and why), then each query."""

@@ -22,17 +22,23 @@ def planned(args, options, *, stream: bool = False, schema=None, strict: bool = 
     params = parse_params(args.param)
     data, typed = parse_inputs(args.input)
     sharing = getattr(args, "workload_sharing", None) or "auto"
-    cw = compile_many(queries, params, options=options, sharing=sharing, strict_params=bool(args.param))
-    check_inputs(data if data is not None else typed, tuple(sorted({t for _, c in cw.queries for t in c.types})))
-    each = {}
-    for name, c in cw.queries:
-        mine = {t: p for t, p in typed.items() if t in c.types}
-        known = known_inputs(data, mine, options.time_col, options.time_zone) if args.input else None
-        if known is None and schema is not None:
-            known = Inputs(schema=schema)
-        each[name] = as_stream(known, args.watermark) if stream else known
     resources = default_resources() if getattr(args, "command", "run") == "compile" else None
-    return cw.planned(each, resources, strict_params=strict), data, typed
+
+    def known(mine: dict):
+        found = known_inputs(data, mine, options.time_col, options.time_zone) if args.input else None
+        if found is None and schema is not None:
+            found = Inputs(schema=schema)
+        return as_stream(found, args.watermark) if stream else found
+
+    if typed:  # each query reads the inputs of its own types: learnt from a plan without them
+        cw = compile_many(queries, params, options=options, sharing=sharing, strict_params=bool(args.param))
+        cw = cw.planned({n: known({t: p for t, p in typed.items() if t in c.types}) for n, c in cw.queries}, resources,
+                        strict_params=strict)  # fmt: skip
+    else:
+        cw = compile_many(queries, params, options=options, sharing=sharing, strict_params=strict, inputs=known({}),
+                          resources=resources)  # fmt: skip
+    check_inputs(data if data is not None else typed, tuple(sorted({t for _, c in cw.queries for t in c.types})))
+    return cw, data, typed
 
 
 def say_query_written(name: str, rows: int | None, kind: str, target, fmt: OutputFormat, started: float) -> None:
