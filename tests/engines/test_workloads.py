@@ -103,3 +103,20 @@ def test_counts_past_64_bits_are_exact_in_a_prefix_tree(tmp_path):
     apart = alone(tmp_path, texts, data, by_type, Engine.EMBEDDED, id_col="id")
     check(cw, {n: (rows(p), footer(p)) for n, p in done.items()}, apart)
     assert apart["all"][0][0]["COUNT(*)"] > 2**62
+
+
+def test_an_expression_of_one_query_is_never_evaluated_on_rows_only_another_takes(tmp_path):
+    """q's edge predicate multiplies x, which overflows 64 bits on the one
+    event q never takes (x < 100 leaves it out) and wide takes: alone, both
+    run; in the workload too, with the same rows."""
+    events = [{"ts": t, "__type": None, "x": t % 7, "g": "g", "k": "u", "id": t} for t in range(30)]
+    events.append({"ts": 30, "__type": None, "x": 2**62, "g": "g", "k": "u", "id": 30})
+    texts = {"q": "PATTERN A+ a[] WHERE a.x < 100 AND a[i].x > a[i-1].x * 1000 WITHIN 10 AGG COUNT(*)",
+             "wide": "PATTERN A+ a[] WHERE a[i].x > a[i-1].x WITHIN 10 AGG COUNT(*)"}  # fmt: skip
+    data, by_type = write_inputs(tmp_path, events, False, False, "parquet")
+    cw = compiled(texts, data, by_type, id_col="id")
+    (ex,) = cw.plan.groups[0].exchanges
+    assert any(c.guard is not None for c in ex.columns)
+    done = run_workload_to(tmp_path / "shared", cw, data, by_type)
+    apart = alone(tmp_path, texts, data, by_type, Engine.EMBEDDED, id_col="id")
+    check(cw, {n: (rows(p), footer(p)) for n, p in done.items()}, apart)

@@ -8,8 +8,8 @@ A query's columns, as its own plan computes them:
   where its constant holds;
 - its selection: one of its masks holds (the rows its plan keeps);
 - its derived columns (edge-predicate sides, attributes, aggregated
-  values), computed only on rows it selects, and its sub-keys and state
-  keys (attributes, as they are).
+  values) — one that may fail (an overflow) computed only on rows it
+  selects —, and its sub-keys and state keys (attributes, as they are).
 
 Two queries share a column when its definition and its guard are the same:
 equal predicates on a shared prefix give one mask column.
@@ -53,6 +53,25 @@ class _Columns:
         return tuple(out)
 
 
+def may_fail(e: K.Expr) -> bool:
+    """Can evaluating `e` fail (64-bit or decimal overflow of +, -, * and
+    negation; division and modulo give null)?  Such a column is computed
+    only where its query selects the row; any other is computed on every
+    row, once for every query that reads it."""
+    match e:
+        case K.Neg():
+            return True
+        case K.Arith(op=op, left=a, right=b):
+            return op in "+-*" or may_fail(a) or may_fail(b)
+        case K.Cmp(left=a, right=b):
+            return may_fail(a) or may_fail(b)
+        case K.And(items=xs) | K.Or(items=xs):
+            return any(may_fail(x) for x in xs)
+        case K.Not(operand=x) | K.IsNotNull(operand=x):
+            return may_fail(x)
+    return False
+
+
 def _member(cols: _Columns, i: int, q: Named) -> Member:
     p = q.plan
     own: list[tuple[str, str]] = []
@@ -68,7 +87,8 @@ def _member(cols: _Columns, i: int, q: Named) -> Member:
     selection = K.Or(tuple(masks)) if len(masks) > 1 else masks[0]
     select = cols.get(selection, None, "selection", q.name)
     for d in p.root.derived:
-        own.append((d.column, cols.get(d.definition, select, f"{d.column} = {show(d.definition)}", q.name, False)))
+        guard = select if may_fail(d.definition) else None
+        own.append((d.column, cols.get(d.definition, guard, f"{d.column} = {show(d.definition)}", q.name, False)))
     for k in (*p.partition.subkeys, *p.partition.state_keys):
         own.append((k.column, cols.get(K.Col("self", k.attr), None, f"key {k.attr}", q.name, False)))
     return Member(i, kernel_spec(p), select, tuple(own))
