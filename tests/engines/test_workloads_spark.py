@@ -141,3 +141,20 @@ def test_spark_cet_takes_a_workload_and_returns_a_dataframe_a_query(spark):
             assert sorted(frames[name].collect()) == sorted(alone.collect())
     finally:
         frames.unpersist()
+
+
+def test_cetql_run_of_a_workload_on_spark_writes_each_query_its_rows(spark, tmp_path, capsys):
+    """`cetql run examples/workload.cetw --engine spark --output DIR`: each
+    DIR/<name> holds what the embedded engine writes for it."""
+    from cetql.surfaces.cli.main import main
+
+    root = Path(__file__).resolve().parents[2]
+    base = ["run", str(root / "examples" / "workload.cetw"), "--input", str(root / "examples" / "data" / "stock.csv"),
+            "--id-col", "id"]  # fmt: skip
+    assert main([*base, "--engine", "spark", "--no-serve", "--output", str(tmp_path / "spark")]) == 0
+    assert main([*base, "--engine", "embedded", "--output", str(tmp_path / "embedded")]) == 0
+    said = capsys.readouterr().out
+    for name in ("up", "down", "rising"):
+        assert f"{name}: wrote" in said
+        assert rows(tmp_path / "spark" / name) == rows(tmp_path / "embedded" / name), name
+        assert footer(tmp_path / "spark" / name).remove_metadata() == footer(tmp_path / "embedded" / name).remove_metadata()
