@@ -22,19 +22,31 @@ def _rows(folder: Path) -> list[dict]:
     return sorted(pq.read_table(folder).to_pylist(), key=repr)
 
 
-def test_a_workload_file_writes_each_query_its_rows_alone(tmp_path, capsys):
-    assert main(["run", WORKLOAD, "--input", STOCK, "--id-col", "id", "--output", str(tmp_path / "out")]) == 0
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
+def test_a_workload_file_writes_each_query_its_rows_alone(tmp_path, capsys, fmt):
+    """Each DIR/<name> holds what `run --output` writes for the query alone:
+    Parquet's rows and schema, CSV's and JSON lines' very text."""
+    assert main(["run", WORKLOAD, "--input", STOCK, "--id-col", "id", "--format", fmt, "--output",
+                 str(tmp_path / "out")]) == 0  # fmt: skip
     said = capsys.readouterr().out
     for name in ("up", "down", "rising"):
-        assert f"{name}: wrote" in said
+        assert f"{name}: wrote" in said and f"({fmt})" in said
     queries = parse_workload(Path(WORKLOAD).read_text(), Path(WORKLOAD).parent)
     for name, text in queries.items():
         (tmp_path / f"{name}.cet").write_text(text)
-        assert main(["run", str(tmp_path / f"{name}.cet"), "--input", STOCK, "--id-col", "id", "--output",
-                     str(tmp_path / f"alone-{name}")]) == 0  # fmt: skip
-        assert _rows(tmp_path / "out" / name) == _rows(tmp_path / f"alone-{name}"), name
-        assert pq.read_schema(next((tmp_path / "out" / name).glob("*.parquet"))) == \
-            pq.read_schema(next((tmp_path / f"alone-{name}").glob("*.parquet")))  # fmt: skip
+        alone = tmp_path / f"alone-{name}"
+        assert main(["run", str(tmp_path / f"{name}.cet"), "--input", STOCK, "--id-col", "id", "--format", fmt,
+                     "--output", str(alone)]) == 0  # fmt: skip
+        shared = tmp_path / "out" / name
+        if fmt != "parquet":
+            assert _text(shared, fmt) == _text(alone, fmt) and _text(alone, fmt), name
+            continue
+        assert _rows(shared) == _rows(alone), name
+        assert pq.read_schema(next(shared.glob("*.parquet"))) == pq.read_schema(next(alone.glob("*.parquet")))
+
+
+def _text(folder: Path, fmt: str) -> str:
+    return "".join(f.read_text() for f in sorted(folder.glob(f"part-*.{fmt}")))
 
 
 def test_query_files_print_each_result_under_its_name(tmp_path, capsys):

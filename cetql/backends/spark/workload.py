@@ -22,10 +22,12 @@ from dataclasses import replace
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from cetql.backends.spark import compiler as C
+from cetql.backends.spark.arrow import batch_schema
 from cetql.backends.spark.exchange import sorted_groups
+from cetql.backends.spark.sql import quote
 from cetql.backends.sql.dialects import SPARK
 from cetql.backends.sql.workload import column_sql, levels
 from cetql.kernels.workload import base_columns, combined_schema, result_name, workload_fn
@@ -62,10 +64,10 @@ def shared_input(ex: Exchange, plan: PhysicalPlan, spec: WorkloadSpec, events: D
     df = df.filter(" OR ".join(SPARK.quote(s) for s in ex.selection))
     df = C.windows(plan, df)
     for k in plan.partition.keys:
-        df = df.filter(F.col(f"`{k.attr}`").isNotNull()).withColumn(k.column, F.col(f"`{k.attr}`"))
+        df = df.filter(F.col(quote(k.attr)).isNotNull()).withColumn(k.column, F.col(quote(k.attr)))
     if spec.columns.row is not None:
         user = [c for c in events.columns if not c.startswith(plan.names.prefix)]
-        df = df.withColumn(spec.columns.row, F.struct(*[F.col(f"`{c}`") for c in user]))
+        df = df.withColumn(spec.columns.row, F.struct(*[F.col(quote(c)) for c in user]))
     return df.select(*dict.fromkeys([*base_columns(spec.columns), *(c.column for c in ex.columns)]))
 
 
@@ -74,7 +76,7 @@ def exchange_frame(w: WorkloadPlan, ex: Exchange, events: DataFrame) -> tuple[Da
     plan = w.plan(ex.queries[0])
     spec = workload_spec(w, ex)
     df = sorted_groups(plan, shared_input(ex, plan, spec, events))
-    schema = combined_schema(spec, to_arrow_schema(df.schema))
+    schema = combined_schema(spec, batch_schema(df))
     return df.mapInArrow(workload_fn(spec), from_arrow_schema(schema)), spec
 
 
@@ -83,7 +85,7 @@ def query_frame(plan: PhysicalPlan, combined: DataFrame, spec: WorkloadSpec, que
     df = combined.filter(F.col(spec.query) == F.lit(query))
     start, end = C.window_bounds(plan)
     cols = [start.alias("window_start"), end.alias("window_end")]
-    mine = lambda name: F.col(f"`{result_name(query, name)}`").alias(name)  # noqa: E731
+    mine = lambda name: F.col(quote(result_name(query, name))).alias(name)  # noqa: E731
     if isinstance(plan.root, Detect):
         cols += [F.col(k.column).alias(k.attr) for k in plan.partition.keys]
         cols += [mine("events"), mine("length")] + ([mine("rows")] if plan.root.with_rows else [])

@@ -22,10 +22,11 @@ from fractions import Fraction
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from cetql.backends.spark import compiler as C
 from cetql.backends.spark import streaming as S
+from cetql.backends.spark.arrow import batch_schema
 from cetql.backends.spark.workload import query_frame, shared_input
 from cetql.kernels import stream as KS
 from cetql.kernels.workload import combined_schema
@@ -79,7 +80,7 @@ def workload_stream(w: WorkloadPlan, inputs: dict) -> WorkloadStream:
             plan = w.plan(ex.queries[0])
             spec = workload_spec(w, ex)
             df = shared_input(ex, plan, spec, events)
-            schema = combined_schema(spec, to_arrow_schema(df.schema))
+            schema = combined_schema(spec, batch_schema(df))
             k = len(answered)
             parts.append(_operator(plan, spec, df).select(F.lit(k).alias(EXCHANGE), "blob"))
             answered.append(Answered(k, spec, schema, tuple((w.queries[q].name, q, w.plan(q)) for q in ex.queries)))
@@ -95,7 +96,7 @@ def _operator(plan: PhysicalPlan, spec: WorkloadSpec, df: DataFrame) -> DataFram
     stream_spec = KS.StreamSpec(spec, op.windows.value, S._number(w.length), S._number(w.slide),
                                 KS.Clock(Fraction(op.clock)))  # fmt: skip
     group = list(op.key)
-    packed_schema = from_arrow_schema(to_arrow_schema(df.select(*group).schema).append(S._blob()))
+    packed_schema = from_arrow_schema(batch_schema(df.select(*group)).append(S._blob()))
     packed = df.mapInArrow(KS.pack_fn(group), packed_schema)
     answered = packed.groupBy(*group).transformWithStateInPandas(
         statefulProcessor=S.WindowsProcessor(stream_spec), outputStructType=S.OPERATOR_OUTPUT, outputMode="Append",

@@ -25,7 +25,7 @@ from cetql.surfaces.cli.flags import run_options
 from cetql.surfaces.cli.said import say_dropped
 from cetql.surfaces.cli.workload_common import planned, say_query_written, title
 from cetql.surfaces.cli.workload_file import read_workload
-from cetql.surfaces.output import resolve_output, write_batches
+from cetql.surfaces.output import resolve_output, write_batches, write_text_batches
 from cetql.surfaces.render import print_result, sort_columns
 from cetql.surfaces.serve.state import NOT_HERE
 
@@ -100,7 +100,7 @@ def run_embedded(cw, chosen: dict | None, fmt, args) -> int:
             kind = result.plan.kind.value
             dropped = max(dropped, result.dropped)
             if chosen is not None:
-                rows = write_batches(result.schema, result.batches, chosen[name])
+                rows = _write(run, result, chosen[name], fmt)
                 say_query_written(name, rows, kind, chosen[name], fmt, started)
                 continue
             result.connection.execute(f"DROP TABLE IF EXISTS {RESULT}").fetchall()
@@ -109,3 +109,12 @@ def run_embedded(cw, chosen: dict | None, fmt, args) -> int:
             print_result(rows, limit=args.limit, fmt=args.format, show=None, stream=sys.stdout)
     say_dropped(dropped)
     return 0
+
+
+def _write(run, result, target, fmt: OutputFormat) -> int | None:
+    """One query's result as `run --output` writes it alone: Parquet, or
+    CSV or JSON lines in Spark's own text form."""
+    if fmt == OutputFormat.PARQUET:
+        return write_batches(result.schema, result.batches, target)
+    zone = run.zone_of(result.plan.logical.options.time_zone)
+    return write_text_batches(result.schema, result.batches, target, fmt, zone)

@@ -27,6 +27,7 @@ from cetql.base.options import OutputFormat, OutputMode
 from cetql.planner.logical.plan import Delay
 from cetql.surfaces.cli import stream as streaming
 from cetql.surfaces.cli.flags import run_options
+from cetql.surfaces.cli.numbers import parse_interval
 from cetql.surfaces.cli.said import ACTIVE
 from cetql.surfaces.cli.workload_common import planned, title
 from cetql.surfaces.output import prepare_for_format, resolve_output
@@ -40,7 +41,7 @@ def check_args(args) -> tuple[OutputFormat, Path | None]:
         raise UsageError("--mode is for batch output; a stream adds each window to --output once, and resumes it "
                          "from --checkpoint")  # fmt: skip
     Delay.parse(args.watermark)
-    streaming.parse_interval(args.trigger)
+    parse_interval(args.trigger)
     checkpoint = Path(args.checkpoint) if args.checkpoint else None
     if args.output is not None:
         out = Path(args.output)
@@ -144,7 +145,7 @@ def _start(execution, args, fmt: OutputFormat, checkpoint: Path | None) -> int:
             batch.unpersist()
 
     writer = ws.df.writeStream.foreachBatch(each_batch).option("checkpointLocation", str(checkpoint.resolve()))
-    interval = streaming.parse_interval(args.trigger)
+    interval = parse_interval(args.trigger)
     if interval:
         writer = writer.trigger(processingTime=interval)
     kinds = {q.name: q.plan.kind.value for q in execution.plan.queries}

@@ -66,7 +66,7 @@ def cmd_draw(args) -> int:
                             query_file=args.query_file, kind="file", writer="draw")  # fmt: skip
     fmt = _format(args.output)
     groups = _groups(args.group)
-    _check(args)
+    _check_matplotlib()
     # one kernel group per window: the group drawn is a window's
     options = RunOptions.of(time_col=args.time_col, id_col=args.id_col, max_trends=0, sharing="copy")
     known = describe_paths({None: data} if data is not None else dict(typed), options.time_col)
@@ -112,11 +112,7 @@ def cmd_draw(args) -> int:
     return 0
 
 
-def _check(args) -> None:
-    if args.trend is not None and args.trend < 1:
-        raise UsageError(f"--trend counts from 1, not {args.trend}")
-    if args.max_nodes < 1:
-        raise UsageError(f"--max-nodes must be positive, not {args.max_nodes}")
+def _check_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401 - an optional dependency: is it installed?
     except ImportError:

@@ -46,7 +46,7 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 def add_parser(sub, run_command) -> None:
     """`run_command(argv, only_in_process=True)`: how the serve's children run a handed-over command (the CLI's)."""
     p = sub.add_parser("serve", help="keep a Spark Connect server running for `run --remote` and the REPL")
-    p.add_argument("--port", type=int, default=15002, help="the port to listen on (default 15002, Connect's own)")
+    p.add_argument("--port", default=15002, help="the port to listen on (default 15002, Connect's own)")
     p.add_argument("--host", default="127.0.0.1",
                    help="the address to listen on (default 127.0.0.1: this machine only)")  # fmt: skip
     p.add_argument("--master", default="local[*]", help="where the server runs queries (default local[*])")
@@ -54,7 +54,7 @@ def add_parser(sub, run_command) -> None:
                    help="the server's JVM memory; with local[*] also its executor's (default 4g)")  # fmt: skip
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     p.add_argument("--verbose", action="store_true", help="let the server's log reach the terminal")
-    p.add_argument("--start-timeout", type=float, default=300, metavar="SECONDS",
+    p.add_argument("--start-timeout", default=300, metavar="SECONDS",
                    help="give up if the server does not listen within this long (default 300)")  # fmt: skip
     p.set_defaults(func=lambda args: cmd_serve(args, run_command))
 
@@ -85,10 +85,6 @@ def _listening(host: str, port: int) -> bool:
 
 def command(args) -> list[str]:
     """The spark-submit command line of the server."""
-    if not 0 < args.port < 65536:
-        raise UsageError(f"--port must be between 1 and 65535, not {args.port}")
-    if not args.start_timeout > 0:
-        raise UsageError(f"--start-timeout must be a positive number of seconds, not {args.start_timeout:g}")
     parse_size(args.driver_memory, "--driver-memory", bare="m")  # the JVM's own message would only reach the log
     _check_master(args.master, hint=" (where the server runs its queries)")
     conf = {
