@@ -40,12 +40,15 @@ def shared_and_alone(texts: dict, events: list[dict], typed: bool, fmt: str):
 
 def valid(texts: dict, data, by_type: dict) -> dict:
     """The queries that the inputs accept (a type mismatch, an ambiguous
-    aggregation are refused alone, and so in a workload)."""
+    aggregation, no input of any of its types are refused alone, and so in
+    a workload)."""
     out = {}
     for name, text in texts.items():
         try:
-            compiled({name: text}, data, by_type, id_col="id")
+            cw = compiled({name: text}, data, by_type, id_col="id")
         except (QueryError, SchemaError):
+            continue
+        if data is None and not any(t in by_type for t in cw[name].types):
             continue
         out[name] = text
     return out

@@ -101,8 +101,8 @@ def run_workload_to(folder: Path, cw, data, by_type: dict, spark=None) -> dict[s
                                                                         fmt=OutputFormat.PARQUET))  # fmt: skip
             out[name] = folder / name
         return out
-    given = {"data": data} if data is not None else {}
-    frames = cw.run(given.get("data"), spark=spark, **{t: p for t, p in by_type.items()})
+    types = {t for _, c in cw.queries for t in c.types}  # an input of a type no query reads is refused by name
+    frames = cw.run(data, spark=spark, **{t: p for t, p in by_type.items() if t in types})
     try:
         for name, df in frames.items():
             write(df, resolve_output(str(folder / name), OutputMode.ERROR, fmt=OutputFormat.PARQUET), OutputFormat.PARQUET)

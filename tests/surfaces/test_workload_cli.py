@@ -107,6 +107,10 @@ def test_refused_before_anything_runs(tmp_path, capsys):
     r.write_text("PATTERN Stock+ s[] WHERE s[i].price > s[i-1].price WITHIN 100")
     assert main([*base, str(r), "--param", "nope=1"]) == 2
     assert "no query of the workload has a parameter nope" in capsys.readouterr().err
+    r.write_text("PATTERN Check+ c[] WITHIN 100")
+    assert main(["run", str(q), str(r), "--input", f"Stock={STOCK}", "--id-col", "id"]) == 2
+    assert "query r has no input: none of its types (Check) is bound to one (given: Stock); add --input " \
+        "Check=PATH" in capsys.readouterr().err  # fmt: skip
     r.write_text("PATTERN Stock+ s[] WITHN 100")
     assert main([*base, str(r)]) == 2
     assert "query r: expected WITHIN here" in capsys.readouterr().err

@@ -74,6 +74,7 @@ def execute_workload(cw, data, keywords: dict, *, spark, watermark=None) -> Work
     opts = RunOptions.of(cw.queries[0][1].options, **given)
     check_inputs(data, types)
     check_inputs(typed, types)
+    cw.check_typed(typed if data is None else {}, "{}=input")
     spark = spark or get_spark(token_for=token_for)
     inputs = resolve(spark, data, typed, opts.time_zone)
     resources = session_resources(spark)

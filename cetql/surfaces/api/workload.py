@@ -114,6 +114,15 @@ class CompiledWorkload:
                                           strict_params=strict_params)))  # fmt: skip
         return replace(self, queries=tuple(each), plan=workload([(n, c.plan) for n, c in each], self.sharing))
 
+    def check_typed(self, typed: dict, bind: str) -> None:
+        """Refuse a query none of whose types is given an input (inputs bound
+        to types): alone it would be refused too. `bind`: how to give one."""
+        for n, c in self.queries if typed else ():
+            if not any(t in typed for t in c.types):
+                raise UsageError(f"query {n} has no input: none of its types ({', '.join(c.types)}) is bound to one "
+                                 f"(given: {', '.join(sorted(typed))}); add {bind.format(c.types[0])}, or leave {n} "
+                                 "out of the workload")  # fmt: skip
+
     def explain(self, *, as_string: bool = False) -> str | None:
         """The workload plan (what is shared and why), then each query."""
         text = spoken(workload_text(self.plan, tuple(c.ast for _, c in self.queries)), "python")

@@ -32,6 +32,7 @@ def planned(args, options, *, stream: bool = False, schema=None, strict: bool = 
 
     if typed:  # each query reads the inputs of its own types: learnt from a plan without them
         cw = compile_many(queries, params, options=options, sharing=sharing, strict_params=bool(args.param))
+        cw.check_typed(typed, "--input {}=PATH")
         cw = cw.planned({n: known({t: p for t, p in typed.items() if t in c.types}) for n, c in cw.queries}, resources,
                         strict_params=strict)  # fmt: skip
     else:
