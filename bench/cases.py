@@ -41,6 +41,8 @@ CASES = (
     Case("start-options", "JVM and Spark settings for a local run", "start_options"),
     Case("paired", "current against a baseline, paired runs", "paired", scales=True, needs="--baseline DIR"),
     Case("trend-sets", "trends of each set against the reference", "trend_sets"),
+    Case("workloads", "1 to 50 queries over one pass (a shared prefix, a shared scan), shared against alone",
+         "workloads", scales=True),
 )  # fmt: skip
 
 BY_NAME = {c.name: c for c in CASES}

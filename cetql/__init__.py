@@ -4,6 +4,8 @@
     q = cetql.compile("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100")
     q.explain()                   # prints the plan that runs (as_string=True: the text)
     df = q.run(checks_df)         # a lazy DataFrame; or spark.cet(text, checks_df)
+    w = cetql.compile_many({"kite": text, "big": other})   # a workload: what the queries share
+    frames = w.run(checks_df)     # {name: lazy DataFrame}; or spark.cet({...}, checks_df)
 
 `import cetql` adds `SparkSession.cet` to classic and Spark Connect sessions
 (`cetql.install(spark)` does it for one session object).
@@ -41,6 +43,7 @@ __all__ = [
     "UnknownTypeError",
     "UsageError",
     "compile",
+    "compile_many",
     "get_spark",
     "install",
     "parse",
@@ -51,7 +54,7 @@ __all__ = [
 # the kernels only, and should not pay for the front end, Spark's
 # DataFrame layer.
 _LAZY = {"compile": "surfaces.api.query", "CompiledQuery": "surfaces.api.query", "parse": "language.parser",
-         "to_text": "language.printer", "get_spark": "backends.spark.session"}
+         "to_text": "language.printer", "get_spark": "backends.spark.session", "compile_many": "surfaces.api.workload"}
 
 
 def __getattr__(name):

@@ -38,6 +38,8 @@ from cetql.base.errors import CetqlError
 from cetql.kernels import spec as K
 from cetql.kernels.batches import group_starts
 from cetql.kernels.process import aggregate_table, detect_table
+from cetql.kernels.workload import workload_table
+from cetql.kernels.workload_spec import WorkloadSpec
 
 OFFSET = 1 << 50  # the clock's origin: time 0 of the column is 2^50 ms (about 35,700 years) after Spark's 0
 MAX_CLOCK = (1 << 63) // 1000 - 1  # Spark keeps event time in microseconds: the largest clock it can hold
@@ -90,7 +92,7 @@ class StreamSpec:
     """What the stateful operator needs: the batch kernel's spec, how
     windows reach keys, the window, and the clock."""
 
-    kernel: K.DetectSpec | K.AggregateSpec
+    kernel: K.DetectSpec | K.AggregateSpec | WorkloadSpec  # a workload's: its exchange's members, at once
     copies: str  # ONE, COPY or BLOCKS
     length: int | float  # the window, in time-column units (as the kernel's Context)
     slide: int | float
@@ -258,7 +260,7 @@ def close(spec: StreamSpec, table: pa.Table, watermark: int) -> Closed:
         chosen = _set(chosen, c.window_lo, lo[lo <= last])
     order = [(c.time, "ascending"), (c.id, "ascending")]
     chosen = chosen.sort_by(order)
-    run = detect_table if spec.detect else aggregate_table
+    run = workload_table if isinstance(spec.kernel, WorkloadSpec) else detect_table if spec.detect else aggregate_table
     batches = list(run(spec.kernel, chosen))
     answered = len(_union(lo[lo <= last], np.minimum(hi[lo <= last], last)))
     keep = hi > last

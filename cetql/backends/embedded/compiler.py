@@ -112,18 +112,7 @@ def kernel_input_sql(plan: PhysicalPlan) -> str:
     any_mask = " OR ".join(Q(m.column) for m in filt.masks) or "TRUE"
     stage = f"SELECT *, {', '.join(masks)} FROM {EVENTS} WHERE {condition(filt.constant, DUCKDB)}" if masks else \
         f"SELECT * FROM {EVENTS} WHERE {condition(filt.constant, DUCKDB)}"  # fmt: skip
-    stage = f"SELECT * FROM ({stage}) WHERE {any_mask}"
-    wk = Q(n.window)
-    if w.sharing is None:
-        placed = f"SELECT *, {W.last_window(plan, DUCKDB)} AS {wk} FROM ({stage})"
-    elif w.block:
-        lo, hi = Q(n.window_lo), Q(n.window_hi)
-        bounds = f"SELECT *, {W.first_window(plan, DUCKDB)} AS {lo}, {W.last_window(plan, DUCKDB)} AS {hi} FROM ({stage})"
-        blocks = f"generate_series({W.block_of(DUCKDB, lo, w.block)}, {W.block_of(DUCKDB, hi, w.block)})"
-        placed = f"SELECT *, unnest({blocks}) AS {wk} FROM ({bounds})"
-    else:
-        series = f"generate_series({W.first_window(plan, DUCKDB)}, {W.last_window(plan, DUCKDB)})"
-        placed = f"SELECT *, unnest({series}) AS {wk} FROM ({stage})"
+    placed = placed_sql(plan, f"SELECT * FROM ({stage}) WHERE {any_mask}")
     keyed = [f"{Q(k.attr)} AS {Q(k.column)}" for k in (*part.keys, *part.subkeys, *part.state_keys)]
     keyed += [f"{to_sql(d.definition, DUCKDB)} AS {Q(d.column)}" for d in plan.root.derived]
     present = " AND ".join(f"{Q(k.attr)} IS NOT NULL" for k in part.keys) or "TRUE"
@@ -132,9 +121,30 @@ def kernel_input_sql(plan: PhysicalPlan) -> str:
         cols += [n.window_lo, n.window_hi]
     cols += [d.column for d in plan.root.derived] + [k.column for k in part.subkeys]
     cols += [k.column for k in part.state_keys]
-    order = ", ".join(f"{_sort_key(plan, c)} ASC NULLS FIRST" for c in [*part.group, n.time, n.id])
     return (f"SELECT {', '.join(Q(c) for c in dict.fromkeys(cols))} FROM (SELECT *{''.join(', ' + k for k in keyed)} "
-            f"FROM ({placed}) WHERE {present}) ORDER BY {order}")  # fmt: skip
+            f"FROM ({placed}) WHERE {present}) ORDER BY {order_sql(plan)}")  # fmt: skip
+
+
+def placed_sql(plan: PhysicalPlan, stage: str) -> str:
+    """The rows of `stage` placed in their windows: one row per (event,
+    window) — or (event, block) — in the plan's exact arithmetic."""
+    n, w = plan.names, plan.windows
+    wk = Q(n.window)
+    if w.sharing is None:
+        return f"SELECT *, {W.last_window(plan, DUCKDB)} AS {wk} FROM ({stage})"
+    if w.block:
+        lo, hi = Q(n.window_lo), Q(n.window_hi)
+        bounds = f"SELECT *, {W.first_window(plan, DUCKDB)} AS {lo}, {W.last_window(plan, DUCKDB)} AS {hi} FROM ({stage})"
+        blocks = f"generate_series({W.block_of(DUCKDB, lo, w.block)}, {W.block_of(DUCKDB, hi, w.block)})"
+        return f"SELECT *, unnest({blocks}) AS {wk} FROM ({bounds})"
+    series = f"generate_series({W.first_window(plan, DUCKDB)}, {W.last_window(plan, DUCKDB)})"
+    return f"SELECT *, unnest({series}) AS {wk} FROM ({stage})"
+
+
+def order_sql(plan: PhysicalPlan) -> str:
+    """The kernels' order: group columns, time, id, as Spark sorts them."""
+    n, part = plan.names, plan.partition
+    return ", ".join(f"{_sort_key(plan, c)} ASC NULLS FIRST" for c in [*part.group, n.time, n.id])
 
 
 def _sort_key(plan: PhysicalPlan, column: str) -> str:

@@ -19,8 +19,11 @@ CONNECT = "pyspark.sql.connect.session"
 CLASSIC = "pyspark.sql.session"
 
 
-def cet(self, query: str, data=None, *, params: dict | None = None, **keywords):
-    """`spark.cet(query, data, params={...}, time_col="ts", …)` → a lazy DataFrame.
+def cet(self, query: str | dict, data=None, *, params: dict | None = None, **keywords):
+    """`spark.cet(query, data, params={...}, time_col="ts", …)` → a lazy DataFrame;
+    `spark.cet({name: query, …}, data, …)` → a workload: a dict {name: lazy
+    DataFrame} (`cetql.compile_many(...).run`), each query's rows those it
+    gives alone, what they share computed once.
 
     `data`: a DataFrame, a path, a table/view name, or {type: …}.  Keywords
     are run options (`time_col`, `id_col`, `trends`, …; see `RunOptions`) or
@@ -29,7 +32,10 @@ def cet(self, query: str, data=None, *, params: dict | None = None, **keywords):
     name, as `CompiledQuery.run` does."""
     # start-up cost: `import cetql` must not load the compiler and Spark's DataFrame layer
     from cetql.surfaces.api.query import compile
+    from cetql.surfaces.api.workload import compile_many  # start-up cost: as above
 
+    if isinstance(query, dict):
+        return compile_many(query, params).run(data, spark=self, **keywords)
     return compile(query, params).run(data, spark=self, **keywords)
 
 

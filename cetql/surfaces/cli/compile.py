@@ -15,9 +15,13 @@ from cetql.planner.semantics.schema import parse_ddl
 from cetql.surfaces.api.query import check_inputs, compile
 from cetql.surfaces.arguments import parse_inputs, parse_params, read_query
 from cetql.surfaces.cli.flags import as_stream, known_inputs, run_options
+from cetql.surfaces.cli.workload import cmd_compile_workload
+from cetql.surfaces.cli.workload_file import is_workload
 
 
 def cmd_compile(args) -> int:
+    if is_workload(args):
+        return cmd_compile_workload(args)
     text = read_query(args.query_file)
     options = run_options(args)
     params = parse_params(args.param)

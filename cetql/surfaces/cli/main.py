@@ -48,6 +48,7 @@ def build_parser() -> Parser:
 
     c = sub.add_parser("compile", help="check a query and show how it will run (no Spark)")
     _common(c)
+    _workload(c)
     c.add_argument("--explain", action="store_true", help="show the plan, the predicates and the template")
     c.add_argument("--ast", action="store_true", help="also show the syntax tree")
     c.add_argument("--schema", help="input columns, e.g. 'ts timestamp, src string, dst string'")
@@ -60,6 +61,7 @@ def build_parser() -> Parser:
 
     r = sub.add_parser("run", help="run a query (on Spark, or in this process where the plan can: --engine)")
     _common(r)
+    _workload(r)
     r.add_argument("--input", action="append", required=True, metavar="[TYPE=]PATH",
                    help="CSV (with a header), Parquet or JSON-lines file or folder, or a table/view name; "
                         "Type=PATH binds an input to one event type (repeatable)")  # fmt: skip
@@ -98,6 +100,16 @@ def build_parser() -> Parser:
     draw.add_parser(sub)
     serve.add_parser(sub, main)
     return parser
+
+
+def _workload(p) -> None:
+    """Several queries at once: more query files, or one workload file (.cetw)."""
+    p.add_argument("more_queries", nargs="*", metavar="QUERY_FILE",
+                   help="more query files: a workload, each query named by its file (or give one .cetw workload "
+                        "file of 'name: query file or query' lines); --output DIR writes DIR/<name>/ each")  # fmt: skip
+    p.add_argument("--workload-sharing", choices=["auto", "none"],
+                   help="a workload: share scans, exchanges and A-Seq prefix counters where the planner finds them "
+                        "and its estimate says so (auto, default), or run every query alone (none)")  # fmt: skip
 
 
 def _json_error(kind: str, message: str, pos=None) -> str:

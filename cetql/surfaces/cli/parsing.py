@@ -47,6 +47,9 @@ def parse(parser: Parser, argv: list[str]) -> argparse.Namespace:
         args, extra = parser.parse_known_args(argv)
     except UsageError as refused:
         raise _unknown_option(parser, argv) or _no_command(parser, argv) or refused from None
+    if extra and getattr(args, "more_queries", None) is not None and not any(e.startswith("-") for e in extra):
+        args.more_queries = [*args.more_queries, *extra]  # query files after options: a workload's too
+        extra = []
     if extra:
         raise _unknown_option(parser, argv) or UsageError(f"unexpected argument '{extra[0]}'")
     return args

@@ -16,6 +16,8 @@ from cetql.surfaces.api.query import check_inputs, compile
 from cetql.surfaces.arguments import parse_inputs, parse_params, read_query
 from cetql.surfaces.cli.flags import known_inputs, run_options
 from cetql.surfaces.cli.said import say_dropped, say_written
+from cetql.surfaces.cli.workload import cmd_run_workload
+from cetql.surfaces.cli.workload_file import is_workload
 from cetql.surfaces.output import resolve_output, write_batches, write_text_batches
 from cetql.surfaces.render import print_result, sort_columns
 from cetql.surfaces.serve.state import NOT_HERE
@@ -24,6 +26,8 @@ EXIT_CANCELLED = 130
 
 
 def cmd_run(args) -> int:
+    if is_workload(args):
+        return _run_workload(args)
     text = read_query(args.query_file)
     options = run_options(args)
     params = parse_params(args.param)
@@ -56,6 +60,23 @@ def cmd_run(args) -> int:
     from cetql.surfaces.cli.on_spark import run_on_spark  # start-up cost: pyspark, only for a plan Spark runs
 
     return run_on_spark(compiled, given, options, args, target, fmt, show)
+
+
+def _run_workload(args) -> int:
+    """Several queries (`cli.workload`): the same refusals, then the workload's run."""
+    if args.show is not None:
+        raise UsageError("--show prints one query's trends as chains: run that query alone")
+    if args.stream:
+        if args.only_in_process:
+            return NOT_HERE
+        from cetql.surfaces.cli.workload_spark import cmd_stream_workload  # start-up cost: streams run on Spark
+
+        return cmd_stream_workload(args)
+    for flag in ("checkpoint", "watermark", "trigger", "until_idle"):
+        if getattr(args, flag) is not None:
+            raise UsageError(f"--{flag.replace('_', '-')} is for streams: add --stream")
+    fmt, mode = _output_format(args)
+    return cmd_run_workload(args, fmt, mode, _sink)
 
 
 def _sink(fmt: OutputFormat | None, target) -> Sink:

@@ -47,6 +47,7 @@ from cetql.surfaces.cli.numbers import RULES
 from cetql.surfaces.output import FILE, FOLDER, resolve_output, write
 from cetql.surfaces.progress import progress
 from cetql.surfaces.render import print_result, sort_columns
+from cetql.surfaces.repl import workload
 from cetql.surfaces.serve.state import token_for
 
 KEYWORDS = (
@@ -56,7 +57,7 @@ KEYWORDS = (
 )  # fmt: skip
 
 
-HELP = """\
+HELP = f"""\
 A query ends with ';' or a blank line.  Commands:
   :input [TYPE=]PATH   read events from PATH (CSV, Parquet, JSON lines, a folder, or a table/view);
                        TYPE=PATH binds an input to one event type; ':input' alone lists the inputs
@@ -68,6 +69,7 @@ A query ends with ';' or a blank line.  Commands:
                        write the last result to PATH: one CSV or JSON-lines file for .csv or .json,
                        else a Parquet folder; an existing PATH is kept unless 'overwrite' is given
   :limit N             rows to print (default 20; 0: all)
+{workload.HELP}
   :help                this text
   :quit                leave (also Ctrl-D)
 Ctrl-C cancels a running query."""
@@ -110,6 +112,7 @@ class Shell:
     last_query: str | None = None
     last_execution: object = None
     last_file: str | None = None  # the query file last :load-ed: never a :save target
+    held: dict[str, str] = field(default_factory=dict)  # queries held for a workload (:add), by name
     _spark: object = None
     _starting: Future | None = None
     _columns: tuple[str, ...] = ()
@@ -205,6 +208,10 @@ class Shell:
             self.save(rest)
         elif name == "limit":
             self.set_limit(rest)
+        elif name == "add":
+            workload.add(self, rest)
+        elif name == "workload":
+            workload.command(self, rest)
         else:
             raise UsageError(f"unknown command ':{name}'; :help lists the commands")
         return True
@@ -366,8 +373,8 @@ class Shell:
         word = re.search(r"[A-Za-z_:-][A-Za-z0-9_-]*$", text_before)
         prefix = word.group(0) if word else ""
         if prefix.startswith(":"):
-            return [c for c in (":input", ":param", ":schema", ":explain", ":load", ":save", ":limit", ":help",
-                                ":quit") if c.startswith(prefix)]  # fmt: skip
+            return [c for c in (":input", ":param", ":schema", ":explain", ":load", ":save", ":limit", ":add",
+                                ":workload", ":help", ":quit") if c.startswith(prefix)]  # fmt: skip
         found = _TYPE_VAR.findall(text_before)
         names = [*KEYWORDS, *self.typed, *(t for t, _ in found), *(v for _, v in found), *self._columns]
         seen = dict.fromkeys(n for n in names if n.lower().startswith(prefix.lower()) and n != prefix)

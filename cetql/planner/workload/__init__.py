@@ -1,0 +1,2 @@
+"""Workloads: several queries planned together (`share.workload`), what
+they share shown by `--explain` (`show`)."""

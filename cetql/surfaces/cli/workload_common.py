@@ -1,0 +1,54 @@
+"""What every workload command shares: the workload planned for the
+command line (each query for the inputs of its own types), and what a run
+says per query."""
+
+from __future__ import annotations
+
+import time
+
+from cetql.backends.spark.resources import default_resources
+from cetql.base.options import OutputFormat
+from cetql.planner.logical.plan import Inputs
+from cetql.surfaces.api.query import check_inputs
+from cetql.surfaces.api.workload import compile_many
+from cetql.surfaces.arguments import parse_inputs, parse_params
+from cetql.surfaces.cli.flags import as_stream, known_inputs
+from cetql.surfaces.cli.workload_file import read_workload
+
+
+def planned(args, options, *, stream: bool = False, schema=None, strict: bool = True):
+    """(the workload planned for the command line's inputs, untyped input, typed inputs)."""
+    queries = read_workload(args)
+    params = parse_params(args.param)
+    data, typed = parse_inputs(args.input)
+    sharing = getattr(args, "workload_sharing", None) or "auto"
+    resources = default_resources() if getattr(args, "command", "run") == "compile" else None
+
+    def known(mine: dict):
+        found = known_inputs(data, mine, options.time_col, options.time_zone) if args.input else None
+        if found is None and schema is not None:
+            found = Inputs(schema=schema)
+        return as_stream(found, args.watermark) if stream else found
+
+    if typed:  # each query reads the inputs of its own types: learnt from a plan without them
+        cw = compile_many(queries, params, options=options, sharing=sharing, strict_params=bool(args.param))
+        cw.check_typed(typed, "--input {}=PATH")
+        cw = cw.planned({n: known({t: p for t, p in typed.items() if t in c.types}) for n, c in cw.queries}, resources,
+                        strict_params=strict)  # fmt: skip
+    else:
+        cw = compile_many(queries, params, options=options, sharing=sharing, strict_params=strict, inputs=known({}),
+                          resources=resources)  # fmt: skip
+    check_inputs(data if data is not None else typed, tuple(sorted({t for _, c in cw.queries for t in c.types})))
+    return cw, data, typed
+
+
+def say_query_written(name: str, rows: int | None, kind: str, target, fmt: OutputFormat, started: float) -> None:
+    noun = "trends" if kind == "detection" else "rows"
+    if rows is None:
+        print(f"{name}: '{target.given}' exists; nothing written (--mode ignore)")
+    else:
+        print(f"{name}: wrote {rows:,} {noun} to {target.given} ({fmt.value}) in {time.monotonic() - started:.1f} s")
+
+
+def title(name: str, first: bool) -> None:
+    print(("" if first else "\n") + f"== {name} ==", flush=True)

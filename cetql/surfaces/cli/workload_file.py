@@ -1,0 +1,91 @@
+"""A workload's queries from the command line: several query files
+(`cetql run q1.cet q2.cet …`, each named by its file's stem) or one
+workload file (`.cetw`):
+
+    # comments start with '#'
+    rise: queries/rise.cet            a name, then a query file (relative to this file)
+    drop: PATTERN SEQ(Stock a, Stock b)   or the query itself, inline; its
+          WHERE a.price > b.price         continuation lines are indented
+          AGG COUNT(*) WITHIN 100
+
+A name starts a line (a letter or digit, then letters, digits, `_`, `-`
+or `.`) and ends with `:`; it names the query's output folder
+(`--output DIR` writes `DIR/<name>/`).  A value that is one word ending in
+`.cet` is a file; anything else is the query's text.  Why not TOML or
+YAML: a query is text with quotes, brackets and `--` comments of its own;
+this format takes it as written, without quoting or escaping.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from cetql.base.errors import UsageError
+from cetql.surfaces.arguments import read_query
+
+ENTRY = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]*)\s*:(.*)")
+EXTENSION = ".cetw"
+
+
+def is_workload(args) -> bool:
+    """Several query files, or one workload file."""
+    return bool(getattr(args, "more_queries", None)) or str(args.query_file).endswith(EXTENSION)
+
+
+def read_workload(args) -> dict[str, str]:
+    """{name: query text}, in the order given."""
+    files = [args.query_file, *(getattr(args, "more_queries", None) or [])]
+    if len(files) == 1:
+        return parse_workload(read_query(files[0]), Path(files[0]).parent, files[0])
+    if any(f.endswith(EXTENSION) for f in files):
+        raise UsageError("give one workload file (.cetw), or query files, not both")
+    if files.count("-") > 1:
+        raise UsageError("standard input (-) can be read once")
+    out: dict[str, str] = {}
+    seen: dict[str, str] = {}
+    for f in files:
+        name = "stdin" if f == "-" else Path(f).stem
+        if name in seen:
+            raise UsageError(f"two queries named {name!r} ({seen[name]} and {f}): name them in a workload file "
+                             f"(name: path, one a line; see cetql run -h)")  # fmt: skip
+        seen[name] = f
+        out[name] = read_query(f)
+    return out
+
+
+def parse_workload(text: str, base: Path, label: str = "the workload file") -> dict[str, str]:
+    entries: list[tuple[str, list[str], int]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if line[0] in " \t":
+            if not entries:
+                raise UsageError(f"{label}, line {number}: an indented line before any 'name:'")
+            entries[-1][1].append(line)
+            continue
+        m = ENTRY.fullmatch(line.rstrip())
+        if m is None:
+            raise UsageError(f"{label}, line {number}: expected 'name: query file or query', not {line.strip()!r}")
+        entries.append((m.group(1), [m.group(2)], number))
+    if not entries:
+        raise UsageError(f"{label} names no query (one 'name: query file or query' a line)")
+    out: dict[str, str] = {}
+    for name, lines, number in entries:
+        if name in out:
+            raise UsageError(f"{label}, line {number}: a second query named {name!r}")
+        out[name] = _query(lines, base, label, number)
+    return out
+
+
+def _query(lines: list[str], base: Path, label: str, number: int) -> str:
+    first, rest = lines[0].strip(), [x.strip() for x in lines[1:]]
+    if not rest and first.endswith(".cet") and " " not in first:
+        path = Path(first) if Path(first).is_absolute() else base / first
+        if not path.is_file():
+            raise UsageError(f"{label}, line {number}: query file '{first}' does not exist (read beside {label})")
+        return read_query(str(path))
+    text = "\n".join(x for x in [first, *rest] if x)
+    if not text:
+        raise UsageError(f"{label}, line {number}: no query after the name")
+    return text

@@ -1,0 +1,116 @@
+"""`cetql compile|run` of a workload, on the embedded engine (no Spark):
+several query files or a .cetw file, each query's result under its name
+(printed) or in `--output DIR/<name>/`, the rows it gives alone; what is
+refused before anything runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from cetql.surfaces.cli.main import main
+from cetql.surfaces.cli.workload_file import parse_workload
+
+ROOT = Path(__file__).resolve().parents[2]
+STOCK = str(ROOT / "examples" / "data" / "stock.csv")
+WORKLOAD = str(ROOT / "examples" / "workload.cetw")
+
+
+def _rows(folder: Path) -> list[dict]:
+    return sorted(pq.read_table(folder).to_pylist(), key=repr)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
+def test_a_workload_file_writes_each_query_its_rows_alone(tmp_path, capsys, fmt):
+    """Each DIR/<name> holds what `run --output` writes for the query alone:
+    Parquet's rows and schema, CSV's and JSON lines' very text."""
+    assert main(["run", WORKLOAD, "--input", STOCK, "--id-col", "id", "--format", fmt, "--output",
+                 str(tmp_path / "out")]) == 0  # fmt: skip
+    said = capsys.readouterr().out
+    for name in ("up", "down", "rising"):
+        assert f"{name}: wrote" in said and f"({fmt})" in said
+    queries = parse_workload(Path(WORKLOAD).read_text(), Path(WORKLOAD).parent)
+    for name, text in queries.items():
+        (tmp_path / f"{name}.cet").write_text(text)
+        alone = tmp_path / f"alone-{name}"
+        assert main(["run", str(tmp_path / f"{name}.cet"), "--input", STOCK, "--id-col", "id", "--format", fmt,
+                     "--output", str(alone)]) == 0  # fmt: skip
+        shared = tmp_path / "out" / name
+        if fmt != "parquet":
+            assert _text(shared, fmt) == _text(alone, fmt) and _text(alone, fmt), name
+            continue
+        assert _rows(shared) == _rows(alone), name
+        assert pq.read_schema(next(shared.glob("*.parquet"))) == pq.read_schema(next(alone.glob("*.parquet")))
+
+
+def _text(folder: Path, fmt: str) -> str:
+    return "".join(f.read_text() for f in sorted(folder.glob(f"part-*.{fmt}")))
+
+
+def test_query_files_print_each_result_under_its_name(tmp_path, capsys):
+    a, b = tmp_path / "up.cet", tmp_path / "flat.cet"
+    a.write_text("PATTERN SEQ(Stock a, Stock b) WHERE a.price < b.price AND [sym] WITHIN 100 AGG COUNT(*)")
+    b.write_text("PATTERN SEQ(Stock a, Stock b) WHERE a.price > 100 AGG COUNT(*) WITHIN 100")
+    assert main(["run", str(a), str(b), "--input", STOCK, "--id-col", "id", "--format", "csv", "--limit", "0",
+                 "--workload-sharing", "none"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert out.index("== up ==") < out.index("== flat ==")
+    assert main(["compile", str(a), str(b), "--input", STOCK, "--id-col", "id", "--explain"]) == 0
+    text = capsys.readouterr().out
+    assert "workload of 2 queries" in text and "query up:" in text and "query flat:" in text
+
+
+def test_the_sharing_plan_says_what_is_shared_and_why_not(tmp_path, capsys):
+    w = tmp_path / "w.cetw"
+    w.write_text("a: PATTERN SEQ(Stock a, Stock b, Stock c) WHERE a.price > 100 AGG COUNT(*) WITHIN 100\n"
+                 "b: PATTERN SEQ(Stock a, Stock b, Stock d) WHERE a.price > 100 AND d.price < 90\n"
+                 "   AGG COUNT(*) WITHIN 100\n"
+                 "wide: PATTERN SEQ(Stock a, Stock b) AGG COUNT(*) WITHIN 200\n"
+                 "approx: PATTERN SEQ(Stock a, Stock b) AGG COUNT(*) WITHIN 100 APPROX\n")  # fmt: skip
+    assert main(["compile", str(w), "--input", STOCK, "--id-col", "id", "--explain"]) == 0
+    text = capsys.readouterr().out
+    assert "prefix tree: 4 counter(s) for 2 queries (6 apart)" in text
+    assert "wide does not share a's exchange: windows differ" in text
+    assert "approx counts alone: approximate numbers" in text
+    assert "cost: shared" in text
+
+
+@pytest.mark.parametrize("text, said", [
+    ("a: x.cet\n", "query file 'x.cet' does not exist"),
+    ("  indented\n", "an indented line before any 'name:'"),
+    ("a: PATTERN A+ a[] WITHIN 3\na: PATTERN A+ a[] WITHIN 4\n", "a second query named 'a'"),
+    ("-a: PATTERN A+ a[] WITHIN 3\n", "expected 'name: query file or query'"),
+    ("# nothing\n", "names no query"),
+])  # fmt: skip
+def test_a_workload_file_is_refused_with_its_line(tmp_path, capsys, text, said):
+    w = tmp_path / "w.cetw"
+    w.write_text(text)
+    assert main(["compile", str(w)]) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_refused_before_anything_runs(tmp_path, capsys):
+    q = tmp_path / "q.cet"
+    q.write_text("PATTERN Stock+ s[] WHERE [sym] AND s[i].price > s[i-1].price WITHIN 100")
+    other = tmp_path / "sub"
+    other.mkdir()
+    (other / "q.cet").write_text(q.read_text())
+    base = ["run", str(q), "--input", STOCK, "--id-col", "id"]
+    assert main([*base, str(other / "q.cet")]) == 2
+    assert "two queries named 'q'" in capsys.readouterr().err
+    assert main([*base, str(q.with_name("r.cet")), "--param", "nope=1"]) == 2
+    assert main(["run", str(q), str(q), "--input", STOCK, "--show", "sym"]) == 2
+    assert "--show prints one query's trends" in capsys.readouterr().err
+    r = tmp_path / "r.cet"
+    r.write_text("PATTERN Stock+ s[] WHERE s[i].price > s[i-1].price WITHIN 100")
+    assert main([*base, str(r), "--param", "nope=1"]) == 2
+    assert "no query of the workload has a parameter nope" in capsys.readouterr().err
+    r.write_text("PATTERN Check+ c[] WITHIN 100")
+    assert main(["run", str(q), str(r), "--input", f"Stock={STOCK}", "--id-col", "id"]) == 2
+    assert "query r has no input: none of its types (Check) is bound to one (given: Stock); add --input " \
+        "Check=PATH" in capsys.readouterr().err  # fmt: skip
+    r.write_text("PATTERN Stock+ s[] WITHN 100")
+    assert main([*base, str(r)]) == 2
+    assert "query r: expected WITHIN here" in capsys.readouterr().err
