@@ -104,6 +104,7 @@ def _java() -> str:
     return str(Path(home) / "bin" / "java") if home else "java"
 
 
+@pytest.mark.spark  # java itself
 @pytest.mark.parametrize("content", [bytes(1 << 20), MAGIC + os.urandom(1 << 20)], ids=["no header", "garbage"])
 def test_the_jvm_runs_without_an_archive_it_cannot_use(tmp_path, content):
     bad = tmp_path / "bad.jsa"
@@ -127,6 +128,8 @@ def _rows(text: str) -> list:
     return [rows[0], *sorted(rows[1:])]
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 def test_a_run_writes_the_archive_and_the_next_maps_it(tmp_path):
     cache, work = tmp_path / "cache", tmp_path / "work"
     work.mkdir()
@@ -185,6 +188,7 @@ def test_only_a_live_server_of_this_python_and_cetql_is_used(tmp_path, monkeypat
     assert serve_state.running() is None  # nothing answers there any more
 
 
+@pytest.mark.slow
 def test_run_uses_a_running_serve(spark, capsys, tmp_path):
     port = free_port()
     env = spark_env(CETQL_CACHE_DIR=str(tmp_path / "cache"), CETQL_LOG_DIR=str(tmp_path),
