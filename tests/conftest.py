@@ -60,6 +60,18 @@ SLOW_FIXTURES = {"connect_url", "cluster", "driver"}
 def pytest_configure(config):
     config.addinivalue_line("markers", "spark: starts a JVM (Spark in process, a server, a cluster, java itself)")
     config.addinivalue_line("markers", "slow: takes tens of seconds on its own; such files start first")
+    # No property fails by the clock: no deadline, no health check that
+    # times the generation (a loaded machine would fail them, not the code).
+    # The fast lane, `pytest -m "not spark"`: each property draws a tenth of
+    # its examples (support/budget.py), ten where it names no budget.
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("fast-lane", settings.get_profile("suite"), max_examples=10)
+    fast = "not spark" in (config.getoption("markexpr", "") or "")
+    if fast:
+        os.environ["CETQL_TEST_LANE"] = "fast"
+    settings.load_profile("fast-lane" if fast else "suite")
 
 
 # ---------------------------------------------------------------- no JVM unless marked
