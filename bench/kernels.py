@@ -1,6 +1,6 @@
 """The kernels alone, without Spark: each one timed on one Arrow table, the
 compiled path (numba) against the reference (pure Python,
-CETQL_KERNELS=python), in one run; prints a markdown table.
+compiled=never), in one run; prints a markdown table.
 
     python bench/kernels.py [--events N] [--repeat R]
 
@@ -22,7 +22,7 @@ figures are the best of R warm calls.
 from __future__ import annotations
 
 import argparse
-import os
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
+sys.path[:0] = [str(HERE), str(HERE.parent / "tests" / "support")]
 
 from generate import kiting  # noqa: E402
 from harness import kernel_table, plan_for  # noqa: E402
@@ -58,7 +58,7 @@ def case(text: str, events: list[dict], **options):
 
 
 def run(kernel, spec, table, mode: str) -> tuple[float, int, pa.Table]:
-    os.environ["CETQL_KERNELS"] = mode
+    spec = dataclasses.replace(spec, compiled="always" if mode == "fast" else "never")
     t = time.perf_counter()
     out = pa.Table.from_batches(list(kernel(spec, table)))
     return time.perf_counter() - t, out.num_rows, out

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "support"))
 from generate import kiting, stock  # noqa: E402
 from harness import kernel_table, plan_for  # noqa: E402
 from results import replace_section  # noqa: E402

@@ -49,7 +49,7 @@ __all__ = [
 
 # The compiler loads on first use: Spark's Python workers import cetql for
 # the kernels only, and should not pay for the front end, Spark's
-# DataFrame layer or networkx.
+# DataFrame layer.
 _LAZY = {"compile": "surfaces.api.query", "CompiledQuery": "surfaces.api.query", "parse": "language.parser",
          "to_text": "language.printer", "get_spark": "backends.spark.session"}
 

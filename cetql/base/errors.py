@@ -38,6 +38,7 @@ _ENUMS = {
     "sharing": ("copy", "blocks"),
     "exact": ("decimal", "string"),
     "kernel": ("index", "scan"),
+    "compiled": ("auto", "always", "never"),
     "time_unit": ("s", "ms", "us", "ns"),
     "engine": ("auto", "embedded", "spark"),
 }

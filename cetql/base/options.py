@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
+from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 
 from cetql.base.errors import ArgumentTypeError, UsageError, flag
@@ -49,6 +50,15 @@ class Kernel(StrEnum):
 
     INDEX = "index"  # the ABI attribute index (hash / Fenwick), O(n log n)
     SCAN = "scan"  # GRETA's own predecessor scan, O(n^2): for comparisons
+
+
+class Compiled(StrEnum):
+    """Where the kernels' compiled loops (numba) run, for the shapes they
+    cover (`kernels.select`)."""
+
+    AUTO = "auto"  # on a task's table of `select.MIN_ROWS` rows or more (a compile or cache load costs more below)
+    ALWAYS = "always"  # on every table (tests, comparisons)
+    NEVER = "never"  # nowhere: the reference kernels (pure Python)
 
 
 class Exact(StrEnum):
@@ -197,21 +207,29 @@ def _enum(cls, value, keyword: str, what: str):
     raise UsageError(f"{flag(keyword)} {value!r}: unknown {what}; expected one of {choices}")
 
 
-def _count(value, keyword: str, *, allow_zero: bool) -> int | None:
+MAX_LONG = 2**63 - 1  # a whole-number option Spark or the kernels hold as a 64-bit number
+MAX_INT = 2**31 - 1  # … as a 32-bit one (partitions)
+
+
+def count(value, keyword: str, *, allow_zero: bool, most: int = MAX_LONG) -> int | None:
+    """A whole-number option (a Python int, or text as the command line
+    gives it): positive, or zero where `allow_zero`, and at most `most`."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ArgumentTypeError(f"{keyword} must be a whole number, not {value!r}")
     if not isinstance(value, int):
         try:
-            as_float = float(value)
-        except ValueError:
-            raise UsageError(f"{flag(keyword)} {value!r}: must be a whole number") from None
-        if not math.isfinite(as_float) or as_float != int(as_float):
+            number = Decimal(str(value).strip())
+        except InvalidOperation:
+            number = Decimal("NaN")
+        if not number.is_finite() or number != number.to_integral_value():
             raise UsageError(f"{flag(keyword)} {value!r}: must be a whole number")
-        value = int(as_float)
+        value = int(number)
     if value < 0 or (value == 0 and not allow_zero):
         raise UsageError(f"{flag(keyword)} {value}: must be {'zero or ' if allow_zero else ''}positive")
+    if value > most:
+        raise UsageError(f"{flag(keyword)} {value}: must be at most {most:,}")
     return value
 
 
@@ -228,6 +246,7 @@ class RunOptions:
     approx: bool = False
     exact: Exact = Exact.DECIMAL
     kernel: Kernel = Kernel.INDEX
+    compiled: Compiled = Compiled.AUTO  # where the kernels' compiled loops run (`kernels.select`)
     with_rows: bool = False
     partitions: int | None = None
     max_trends: int = DEFAULT_MAX_TRENDS  # per (window, group); 0: no limit
@@ -257,18 +276,19 @@ class RunOptions:
                 raise ArgumentTypeError(unknown_keyword(k, names))
         given = {k: v for k, v in keywords.items() if v is not None or k in ("trends", "strategy", "sharing", "id_col")}
         for k, what in (("trends", "trend set"), ("strategy", "strategy"), ("sharing", "window sharing"),
-                        ("exact", "exact mode"), ("kernel", "kernel"), ("engine", "engine")):  # fmt: skip
+                        ("exact", "exact mode"), ("kernel", "kernel"), ("compiled", "compiled kernels"),
+                        ("engine", "engine")):  # fmt: skip
             if k in given:
                 given[k] = _enum(_ENUM_OF[k], given[k], k, what)
         for k in ("approx", "with_rows", "drop_invalid"):
             if k in given and not isinstance(given[k], bool):
                 raise ArgumentTypeError(f"{k} must be True or False, not {given[k]!r}")
         if "partitions" in given:
-            given["partitions"] = _count(given["partitions"], "partitions", allow_zero=False)
+            given["partitions"] = count(given["partitions"], "partitions", allow_zero=False, most=MAX_INT)
         if "max_trends" in given:
-            given["max_trends"] = _count(given["max_trends"], "max_trends", allow_zero=True)
+            given["max_trends"] = count(given["max_trends"], "max_trends", allow_zero=True)
         if "max_windows" in given:
-            given["max_windows"] = _count(given["max_windows"], "max_windows", allow_zero=True)
+            given["max_windows"] = count(given["max_windows"], "max_windows", allow_zero=True)
         if "memory_budget" in given:
             given["memory_budget"] = parse_size(given["memory_budget"])
         if "time_unit" in given:
@@ -290,7 +310,7 @@ class RunOptions:
 
 
 _ENUM_OF = {"trends": TrendSet, "strategy": Strategy, "sharing": Sharing, "exact": Exact, "kernel": Kernel,
-            "engine": Engine}
+            "compiled": Compiled, "engine": Engine}
 _SURFACE_ONLY = ("sink", "spark_asked")  # fields the surfaces set, never a user's keyword
 
 

@@ -3,19 +3,19 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 import numpy as np
 import pyarrow as pa
 
-from cetql.kernels import fast, greta
+from cetql.kernels import compiled_count, greta, select
 from cetql.kernels import spec as K
 from cetql.kernels.aseq import count as aseq_count
 from cetql.kernels.batches import window_groups
 from cetql.kernels.columns import group_fields, read_columns, template_columns
 from cetql.kernels.compare import smaller
+from cetql.kernels.doubles import EXACT, as_double, finite, mean
 from cetql.kernels.errors import AggregateOverflow, describe_group, describe_window, digits
 from cetql.kernels.kleene import kleene_count, kleene_count_windows
 from cetql.kernels.parts import keyed_template, nothing, part_columns, parts
@@ -28,6 +28,11 @@ MAX38 = 10**38 - 1
 def _output_type(spec: K.AggregateSpec, t: K.Target):
     if t.func in ("AVG", "MIN", "MAX") or spec.approx or t.kind == "double":
         return pa.float64()
+    return _exact_type(spec, t)
+
+
+def _exact_type(spec: K.AggregateSpec, t: K.Target):
+    """A COUNT's or SUM's output type without APPROX."""
     if spec.exact == K.Exact.STRING:
         return pa.string()
     if t.kind.startswith("decimal:"):
@@ -44,7 +49,7 @@ def aggregate_schema(spec: K.AggregateSpec, input_schema: pa.Schema) -> pa.Schem
 def aggregate_table(spec: K.AggregateSpec, table: pa.Table) -> Iterator[pa.RecordBatch]:
     if table.num_rows == 0:
         return
-    quick = _compiled_batch(spec, table) if fast.worth(table.num_rows) and fast.kleene_applies(spec) else None
+    quick = _compiled_batch(spec, table) if select.variant(spec, table.num_rows) == select.Variant.COUNT else None
     if quick is not None:  # the compiled path (the same rows)
         yield quick
         return
@@ -69,13 +74,29 @@ def aggregate_table(spec: K.AggregateSpec, table: pa.Table) -> Iterator[pa.Recor
                 emit(wk, w_start, [shared[wk - b * c.block]])
             continue
         for w_start, w_end, wk in windows:
-            totals = None
-            for part in _parts(spec, cols, w_start, w_end) or [nothing(w_start, spec.template, spec.state_keys)]:
-                local, part_times = part_columns(cols, times, part)
-                got = _aggregate_part(spec, part_times, local)
-                totals = got if totals is None else _combine(spec, totals, got)
-            emit(wk, w_start, totals)
+            emit(wk, w_start, _window(spec, cols, times, w_start, w_end))
     yield pa.RecordBatch.from_arrays([pa.array(col, type=f.type) for col, f in zip(out, schema)], schema=schema)
+
+
+def _window(spec: K.AggregateSpec, cols: dict, times: list, start: int, end: int) -> list:
+    """A window's totals, its parts aggregated and combined.  Approximate
+    totals that left a double's range are counted again exactly: their
+    double is then the exact value's (`_final`), refused only when that is
+    past the range itself."""
+    totals = _window_totals(spec, cols, times, start, end, spec.approx)
+    if spec.approx and not all(map(finite, totals)):
+        totals = _window_totals(spec, cols, times, start, end, False)
+    return totals
+
+
+def _window_totals(spec: K.AggregateSpec, cols: dict, times: list, start: int, end: int, approx: bool) -> list:
+    totals = None
+    with localcontext(EXACT):  # exact sums of DECIMALs (the default context keeps 28 digits)
+        for part in _parts(spec, cols, start, end) or [nothing(start, spec.template, spec.state_keys)]:
+            local, part_times = part_columns(cols, times, part)
+            got = _aggregate_part(spec, part_times, local, approx)
+            totals = got if totals is None else _combine(spec, totals, got)
+    return totals
 
 
 def _parts(spec: K.AggregateSpec, cols: dict, start: int, end: int):
@@ -112,8 +133,7 @@ def _propagate_block(spec: K.AggregateSpec, table, cols: dict, times: list, star
     return total
 
 
-def _aggregate_part(spec: K.AggregateSpec, times: list, cols: dict) -> list:
-    approx = spec.approx
+def _aggregate_part(spec: K.AggregateSpec, times: list, cols: dict, approx: bool) -> list:
     scan = spec.kernel == K.Kernel.SCAN
     template = _template(spec)
     if spec.algorithm == K.KLEENE_COUNT:
@@ -162,30 +182,17 @@ def _combine(spec: K.AggregateSpec, a: list, b: list) -> list:
     return out
 
 
-def _double(spec: K.AggregateSpec, t: K.Target, x: float, wk, group) -> float:
-    """Counts, and sums of whole or decimal numbers, are finite: past a
-    double's range they overflowed, and that is an error, never a value."""
-    if (x != x or x in (math.inf, -math.inf)) and (t.func == "COUNT" or t.kind != "double"):
-        raise AggregateOverflow(
-            f"{t.name} passed the range of a double (about 1.8e308) in {describe_window(spec.context, wk)}, "
-            f"{describe_group(spec.output_names, group)}: the approximate result would be "
-            f"{'NaN' if x != x else 'Infinity'}; ask for exact results (drop APPROX / --approx): DECIMAL(38), "
-            "or every digit with --exact string"
-        )
-    return x
-
-
 def _final(spec: K.AggregateSpec, k: int, value, wk, group) -> object:
     t = spec.targets[k]
     if t.func == "AVG":
-        total, n = value
-        if not n:
-            return None
-        return float(total) / n if spec.approx or isinstance(total, float) else float(Decimal(total) / n)
-    if t.func in ("MIN", "MAX"):
-        return None if value is None else float(value)
-    if spec.approx or isinstance(value, float):
-        return _double(spec, t, float(value), wk, group)
+        value = None if value is None else mean(*value)
+    if value is None:
+        return None
+    if _output_type(spec, t) == pa.float64():  # every DOUBLE of the output passes the one check
+        exact = t.func in ("AVG", "MIN", "MAX") or t.kind == "double"  # a DOUBLE without APPROX too
+        exact_as = "" if exact else f" (as {_sql_type(_exact_type(spec, t))}, or every digit with --exact string)"
+        return as_double(value, approx=spec.approx, name=t.name, exact_as=exact_as,
+                         where=lambda: f"{describe_window(spec.context, wk)}, {describe_group(spec.output_names, group)}")
     if spec.exact == K.Exact.STRING:
         return digits(value)
     if isinstance(value, Decimal):
@@ -204,13 +211,17 @@ def _final(spec: K.AggregateSpec, k: int, value, wk, group) -> object:
     return value
 
 
+def _sql_type(t: pa.DataType) -> str:
+    return f"DECIMAL({t.precision},{t.scale})" if pa.types.is_decimal(t) else "STRING"
+
+
 def _compiled_batch(spec: K.AggregateSpec, table: pa.Table) -> pa.RecordBatch | None:
     """`aggregate.aggregate_table`'s one batch by the compiled path, or None
     where it does not apply.  A window whose count passes `jit_wide.MAX_LIMBS`
     limbs is counted again by the reference, with Python integers."""
     c = spec.columns
-    lo, hi, wk = fast.segments(c, table)
-    counts = fast.aggregate_counts(spec, table, lo, hi)
+    lo, hi, wk = compiled_count.segments(c, table)
+    counts = compiled_count.aggregate_counts(spec, table, lo, hi)
     if counts is None:
         return None
     for i, got in enumerate(counts):
@@ -221,7 +232,7 @@ def _compiled_batch(spec: K.AggregateSpec, table: pa.Table) -> pa.RecordBatch | 
             counts[i] = kleene_count(part_times, Step(tr, cols, [], part_times), spec.approx)
     schema = aggregate_schema(spec, table.schema)
     arrays = [wk.cast(schema.field(0).type)]
-    arrays += [fast._column(table, k).take(pa.array(lo)) for k in spec.output_keys]
+    arrays += [compiled_count._column(table, k).take(pa.array(lo)) for k in spec.output_keys]
     keys = list(zip(*(a.to_pylist() for a in arrays[1:]))) or [()] * len(counts)
     windows = arrays[0].to_pylist()
     finals = [_final(spec, 0, v, w, list(k)) for v, w, k in zip(counts, windows, keys)]

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from cetql.base.options import TrendSet
-from cetql.kernels import fast, fast_detect, greta
+from cetql.kernels import compiled_walk, greta, select
 from cetql.kernels import spec as K
 from cetql.kernels.batches import segments, window_groups
 from cetql.kernels.columns import detect_schema, read_columns, template_columns  # noqa: F401 - detect_schema is also process's
@@ -46,7 +46,8 @@ def detect_table(spec: K.DetectSpec, table: pa.Table) -> Iterator[pa.RecordBatch
     """The trends of every group of a sorted table, in Arrow batches."""
     if table.num_rows == 0:
         return
-    quick = fast_detect.detect_batches(spec, table) if fast.worth(table.num_rows) and fast_detect.applies(spec) else None
+    quick = compiled_walk.detect_batches(spec, table) if select.variant(spec, table.num_rows) == select.Variant.WALK \
+        else None  # fmt: skip
     if quick is not None:  # the compiled walk (the same trends)
         yield from quick
         return

@@ -33,6 +33,7 @@ from cetql.base.options import TrendSet
 from cetql.kernels import spec as K
 from cetql.kernels.classes import complete_classes
 from cetql.kernels.compare import smaller
+from cetql.kernels.doubles import exact
 from cetql.kernels.graph import Graph, paths
 from cetql.kernels.index import MAX, MIN, SUM, Monoid
 from cetql.kernels.template import GroupTemplate
@@ -84,7 +85,7 @@ def _contribute(v: list, targets, slots, e: int, s: str, approx: bool) -> None:
         elif slot.kind == "sum":
             x = tg.values[e]
             if x is not None:
-                v[slot.at] += (float(x) if approx else x) * c
+                v[slot.at] += (float(x) if approx else exact(x)) * c  # exact: a double as its Decimal
                 v[slot.occurrences] += c
         else:
             x = tg.values[e]

@@ -1,4 +1,4 @@
-"""The kernels' hot loops compiled by numba (`fast` decides when they run).
+"""The kernels' hot loops compiled by numba (`select` decides when they run).
 
 Each function here is the loop of a reference kernel, over numpy arrays of
 one table, segment by segment (a segment: the rows of one (window, group),
@@ -16,11 +16,11 @@ one table, segment by segment (a segment: the rows of one (window, group),
   first in the reference's order, written as table rows into preallocated
   buffers.
 
-Values are keys: int64 in SQL order (`fast.keys`) with their validity,
+Values are keys: int64 in SQL order (`compiled_count.keys`) with their validity,
 compressed per segment to ranks by `local_codes`.
 
 Without numba the module imports (the functions stay plain Python), and
-`fast.available()` is False: the reference kernels run.
+`select.available()` is False: the reference kernels run.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ try:
     def njit(f):
         return numba.njit(cache=True, nogil=True)(f)
 
-except ImportError:  # pragma: no cover - numba is optional, or installed and broken (`fast.available`)
+except ImportError:  # pragma: no cover - numba is optional, or installed and broken (`select.available`)
     COMPILED = False
 
     def njit(f):
@@ -64,13 +64,27 @@ def local_codes(x, valid, out):
 
 
 @njit
+def fenwick_query_start(q, op, size):
+    """The first node a query of rank q visits: the Fenwick tree's layout
+    (`index.Fenwick`: ranks reversed for > and >=, so that those asked for
+    are a prefix), written once for the compiled trees (int64 and limbs)."""
+    reverse = op == GT or op == GE
+    end = (size - 1 if reverse else 0) + (1 if op == LE or op == GE else 0)
+    return end + (-q if reverse else q)
+
+
+@njit
+def fenwick_insert_start(r, op, size):
+    """The first node an insertion at rank r updates (`index.Fenwick`)."""
+    return size - r if (op == GT or op == GE) else 1 + r
+
+
+@njit
 def _fenwick_query(tree, q, op, size, zero, lim):
     """Σ of the values at ranks r with `r op q` (index.Fenwick._query_numbers);
     (sum, overflowed)."""
     acc = zero
-    reverse = op == GT or op == GE
-    end = (size - 1 if reverse else 0) + (1 if op == LE or op == GE else 0)
-    i = end + (-q if reverse else q)
+    i = fenwick_query_start(q, op, size)
     while i > 0:
         v = tree[i]
         if acc > lim - v:
@@ -90,8 +104,7 @@ def _insert(tree, r, v, op, size, lim):
             return False
         tree[r] = tree[r] + v
         return True
-    reverse = op == GT or op == GE
-    i = size - r if reverse else 1 + r
+    i = fenwick_insert_start(r, op, size)
     while i <= size:
         if tree[i] > lim - v:
             return False

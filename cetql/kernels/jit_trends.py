@@ -1,4 +1,4 @@
-"""Detection's walk compiled by numba (`fast_detect` decides when it runs):
+"""Detection's walk compiled by numba (`select` decides when it runs):
 the trends of E+ with one equal predicate `next.lval = prev.h`, per
 segment (the rows of one (window, group), seg_lo[s] … seg_hi[s] - 1).
 

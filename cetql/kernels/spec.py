@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from cetql.base.options import MAX_SHARED_CELLS, Algorithm, Completeness, Exact, Index, Kernel, TrendSet
+from cetql.base.options import MAX_SHARED_CELLS, Algorithm, Compiled, Completeness, Exact, Index, Kernel, TrendSet
 
 # ---------------------------------------------------------------- expressions
 
@@ -266,6 +266,7 @@ class DetectSpec:
     max_edges: int | None = None  # a group's graph stores at most this many edges, else none (None: no bound)
     shared_graph: bool = False  # blocks of windows: one graph a block, each window walked on its nodes
     state_keys: tuple[StateKey, ...] = ()  # per-variable equivalence attributes (see StateKey)
+    compiled: Compiled = Compiled.AUTO  # where the compiled loops run (`select`)
 
     def __post_init__(self):
         _enum_trend_set(self)
@@ -306,6 +307,7 @@ class AggregateSpec:
     state_keys: tuple[StateKey, ...] = ()  # of one state's events (see StateKey)
     propagate: bool = False  # blocks of windows, KLEENE_COUNT: every window of a block in one pass
     max_shared_cells: int = MAX_SHARED_CELLS  # … while its index stays under this many cells
+    compiled: Compiled = Compiled.AUTO  # where the compiled loops run (`select`)
 
     def __post_init__(self):
         _enum_trend_set(self)

@@ -18,6 +18,8 @@ from cetql.language.units import UNIT_ALIASES
 
 # The clauses that may follow a duration: a word there that is no unit may be one misspelt.
 _AFTER_DURATION = tuple(k for k in CLAUSE_KEYWORDS if k not in ("PATTERN", "RETURN"))
+_DOUBLE_NEGATION = ("a negation of a negation (NOT NOT …) has no meaning: a negated part only excludes trends, it is "
+                    "never matched, so negating it again is not the part itself; negate once, or write it without NOT")
 
 
 def _pos_of(meta_or_token) -> A.Pos | None:
@@ -78,6 +80,8 @@ class _ToAst(Transformer):
         return self._quantified(meta, A.Seq(items, pos=_pos_of(meta)), children)
 
     def negated_pattern(self, meta, children):
+        if isinstance(children[-1], A.Negation):  # NOT NOT P, NOT (!P), … in any spelling, at any depth
+            _fail(_DOUBLE_NEGATION, children[-1].pos)
         return A.Negation(children[-1], pos=_pos_of(meta))
 
     # ---------------------------------------------------------- expressions
@@ -220,14 +224,12 @@ class _ToAst(Transformer):
     def pattern_clause(self, meta, children):
         return ("PATTERN", children[1], meta)
 
-    def pattern_clause_angle(self, meta, children):
-        return ("PATTERN", children[1], meta)
+    pattern_clause_angle = pattern_clause
 
     def where_clause(self, meta, children):
         return ("WHERE", children[1], meta)
 
-    def where_clause_angle(self, meta, children):
-        return ("WHERE", children[1], meta)
+    where_clause_angle = where_clause
 
     def group_clause(self, meta, children):
         return ("GROUP-BY", tuple(c for c in children if not isinstance(c, Token)), meta)

@@ -23,7 +23,9 @@ from pathlib import Path
 import pytest
 from processes import descendants, free_port, spark_env, start, stop, wait_for_port
 
+from cetql.backends.spark.connect import with_token
 from cetql.surfaces.cli.main import main
+from cetql.surfaces.serve.state import token_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKS = ROOT / "examples" / "data" / "checks.csv"
@@ -90,10 +92,12 @@ def _csv_rows(text: str) -> list[tuple]:
 
 
 def test_spark_cet_on_a_connect_session(spark, connect_url):
+    url = with_token(connect_url, token_for)  # any Connect client sends the serve's token (docs/security.md)
+    assert ";token=" in url
     script = f"""
 import json, cetql
 from pyspark.sql import SparkSession
-spark = SparkSession.builder.remote({connect_url!r}).getOrCreate()
+spark = SparkSession.builder.remote({url!r}).getOrCreate()
 assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
 out = {{}}
 df = spark.cet(open({str(KITING)!r}).read(), {str(CHECKS)!r}, id_col="id")

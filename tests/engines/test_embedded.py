@@ -31,14 +31,14 @@ from cetql.base.options import Engine
 from cetql.language.printer import aggregate_to_text
 from cetql.surfaces.cli.main import main
 
-# Rows of the README's Reliability table (tests/surfaces/test_reliability.py prints and checks it)
+# Rows of docs/reliability.md's table (tests/surfaces/test_reliability.py prints and checks it)
 CASES = [
     ('test_null_times_and_repeated_ids_fail_with_sparks_words_or_are_dropped_and_counted', 'a null time or a repeated id, run embedded (`--engine embedded`)',
      'exit 1 in the words of a Spark run, nothing written; `--drop-invalid` drops and counts them'),
     ('test_a_null_time_in_any_typed_input_is_found', 'a null time in the first of several typed inputs, run embedded',
      'refused, or dropped and counted, as in the last'),
     ('test_times_past_64_bits_fail_as_sparks_ansi_arithmetic_does', 'times near -2^63, run embedded',
-     "exit 1 where Spark's arithmetic overflows, never a wrapped window"),
+     "refused as Spark's scan refuses them (outside the range whose windows are exact), or dropped and counted; never a wrapped window"),
     ('test_what_only_spark_runs_is_said_and_refused_when_insisted_on', '`--engine embedded` on decimals, no `--id-col`, `--with-rows` or the distributed strategy',
      'exit 2 naming why; without `--engine` the plan runs on Spark and `--explain` says why'),
 ]  # fmt: skip
@@ -178,9 +178,15 @@ def test_unreadable_text_fails_naming_the_column_or_is_dropped(tmp_path, capsys)
 
 
 def test_times_past_64_bits_fail_as_sparks_ansi_arithmetic_does(tmp_path, capsys):
+    """A time whose windows leave 64 bits is refused as Spark's scan refuses
+    it (`physical.ranges`), or dropped and counted: never a wrapped window."""
     edge = EVENTS.set_column(0, "ts", pa.array([-(2**63) + 1, 0, 1], pa.int64()))
     assert _run(tmp_path, edge, "--id-col", "id") == 1
-    assert "went past what its type holds" in capsys.readouterr().err
+    assert "time column 'ts': 1 row(s) have a time outside the range its windows can be computed in" \
+        in capsys.readouterr().err  # fmt: skip
+    assert _run(tmp_path, edge, "--id-col", "id", "--drop-invalid") == 0
+    assert "dropped 1 input row(s)" in capsys.readouterr().err
+    assert pq.read_table(tmp_path / "out").num_rows > 0
 
 
 def test_an_existing_output_is_kept_and_append_checks_the_shape(tmp_path, capsys):
@@ -234,17 +240,19 @@ def test_a_null_time_in_any_typed_input_is_found(tmp_path, capsys):
     assert sorted(map(tuple, pq.read_table(tmp_path / "out").column("events").to_pylist())) == [(1, 3), (1, 4)]
 
 
-def test_windows_overflow_where_sparks_arithmetic_does(tmp_path, capsys):
-    """Near -2^63 a tumbling window's start (t - pmod(t, 10)) still fits and
-    runs; a sliding one's t - WITHIN does not, and fails."""
-    low = EVENTS.set_column(0, "ts", pa.array([-(2**63) + 10, -(2**63) + 11, -(2**63) + 12], pa.int64()))
-    assert _run(tmp_path, low, "--id-col", "id") == 0
-    starts = set(pq.read_table(tmp_path / "out").column("window_start").to_pylist())
-    assert starts == {-(2**63) + 8}
+def test_windows_at_the_edge_of_the_range_are_exact(tmp_path):
+    """The last times the range admits (`physical.ranges`) get their exact
+    windows, tumbling and sliding."""
+    from cetql.planner.physical.ranges import time_range
+
+    times = time_range("numeric", None, None, 10, 5)
+    low = EVENTS.set_column(0, "ts", pa.array([times.lo, times.lo + 1, times.lo + 2], pa.int64()))
     (tmp_path / "q.cet").write_text(KITE + " SLIDE 5")
+    pq.write_table(low, tmp_path / "in.parquet")
     assert main(["run", str(tmp_path / "q.cet"), "--input", str(tmp_path / "in.parquet"), "--output",
-                 str(tmp_path / "out2"), "--engine", "embedded", "--id-col", "id"]) == 1  # fmt: skip
-    assert "went past what its type holds" in capsys.readouterr().err
+                 str(tmp_path / "out"), "--engine", "embedded", "--id-col", "id"]) == 0  # fmt: skip
+    starts = sorted(set(pq.read_table(tmp_path / "out").column("window_start").to_pylist()))
+    assert starts and all(s <= times.lo < s + 10 for s in starts[:1]) and all(s % 5 == 0 for s in starts)
 
 
 def test_naive_timestamps_are_utc_instants(tmp_path):
@@ -275,3 +283,42 @@ def test_an_embedded_run_never_loads_pyspark(tmp_path, output):
             "file=sys.stderr)")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert done.stderr.strip().splitlines()[-1] == "loaded 0 []", done.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["out"] if output else [])  # nothing left in the folder
+
+
+@pytest.mark.parametrize(
+    ("argv", "handed"),
+    [
+        (["run", "q.cet", "--input", "x.parquet", "--output", "o"], True),
+        (["run", "q.cet", "--input", "x.parquet", "--master=local[1]"], True),  # the serve's planner says Spark
+        (["run", "q.cet", "--input", "x.parquet", "--engine", "spark"], True),
+        (["run", "q.cet", "--input", "x.parquet", "--no-serve"], False),
+        (["run", "q.cet", "--input", "x.parquet", "--no-se"], False),  # argparse reads it as --no-serve
+        (["run", "q.cet", "--input", "x.parquet", "--strea"], False),
+        (["run", "-", "--input", "x.parquet"], False),
+        (["run", "/dev/stdin", "--input", "x.parquet"], False),
+        (["run", "-h"], False),
+        (["compile", "q.cet"], False),
+    ],
+)
+def test_what_is_handed_to_a_serve(argv, handed, monkeypatch):
+    """The launcher decides no engine: it keeps only what a serve cannot
+    take (standard input, a stream, SPARK_REMOTE, which is not handed over)."""
+    from cetql.surfaces.cli import launch
+
+    monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    assert launch._may_hand_over(argv) is handed
+    monkeypatch.setenv("SPARK_REMOTE", "sc://localhost:15002")
+    assert launch._may_hand_over(argv) is False
+
+
+def test_every_row_as_tables_looks_up_chains_while_rows_stream(capsys):
+    """`--limit 0` as tables (of 1,000 rows, each with its chains looked
+    up) on the README's 3,771 trends: the lookups run beside the rows still
+    being read."""
+    root = Path(__file__).resolve().parents[2]
+    code = main(["run", str(root / "examples" / "kiting.cet"), "--input", str(root / "examples" / "data" / "checks.csv"),
+                 "--id-col", "id", "--format", "table", "--limit", "0", "--engine", "embedded"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out.count("┏") == 4 and "3,771 trends;" in out and "acct23 → acct04" in out

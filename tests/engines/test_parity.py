@@ -12,8 +12,9 @@ import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from budget import budget
-from engines import footer, plan, rows, run_to, write_inputs
+from engines import footer, plan, rows, run_to, text_rows, write_inputs
 from generators import queries, stream
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
@@ -26,7 +27,7 @@ SETTINGS = settings(max_examples=budget(25), deadline=None, suppress_health_chec
 SPARK_META = b"org.apache.spark.sql.parquet.row.metadata"
 
 
-def both(spark, text: str, events: list[dict], typed: bool, special: bool, fmt: str, **options):
+def both(spark, text: str, events: list[dict], typed: bool, special: bool, fmt: str, out: str = "parquet", **options):
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         data, by_type = write_inputs(folder, events, typed, special, fmt)
@@ -38,11 +39,16 @@ def both(spark, text: str, events: list[dict], typed: bool, special: bool, fmt: 
         except (QueryError, SchemaError):
             assume(False)
         assert chosen.engine == Engine.EMBEDDED, chosen.reason
-        out = {}
+        got = {}
         for engine in (Engine.EMBEDDED, Engine.SPARK):
-            done = run_to(folder / engine.value, text, data, by_type, engine, spark=spark, id_col="id", **options)
-            out[engine] = (rows(done), footer(done))
-        return out
+            done = run_to(folder / engine.value, text, data, by_type, engine, spark=spark, fmt=out, id_col="id",
+                          **options)  # fmt: skip
+            got[engine] = (rows(done), footer(done)) if out == "parquet" else text_rows(done)
+        return got
+
+
+def check_same_text(out: dict, text: str) -> None:
+    assert out[Engine.EMBEDDED] == out[Engine.SPARK], text
 
 
 def check_same(out: dict, text: str) -> None:
@@ -60,6 +66,18 @@ def test_detection_is_the_same_on_both_engines(spark, data, typed, trend_set, sp
     events = data.draw(stream(typed, special=special))
     assume(events)
     check_same(both(spark, text, events, typed, special, fmt, trends=trend_set, max_trends=0), text)
+
+
+@SETTINGS
+@given(st.data(), st.booleans(), st.sampled_from(["csv", "json"]))
+def test_text_files_are_the_same_on_both_engines(spark, data, aggregation, out):
+    """CSV and JSON-lines files, as text: doubles as Java writes them (NaN,
+    ±infinity, -0.0 among them), the events of a trend, nulls."""
+    text = data.draw(queries(aggregation, repeated_types=True, special=True))
+    events = data.draw(stream(False, special=True))
+    assume(events)
+    options = {} if aggregation else {"trends": "ALL", "max_trends": 0}
+    check_same_text(both(spark, text, events, False, True, "parquet", out, **options), text)
 
 
 @SETTINGS
@@ -82,3 +100,101 @@ def test_the_readme_example_is_the_same_on_both_engines(spark, tmp_path):
     check_same(out, text)
     assert len(out[Engine.EMBEDDED][0]) == 3771
     assert pq.read_table(tmp_path / "embedded").num_rows == 3771
+
+
+def _checks(n: int = 300) -> list[dict]:
+    import csv as _csv
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "data" / "checks.csv"
+    with open(examples, newline="") as f:
+        return [dict(r, ts=int(r["ts"]), id=int(r["id"])) for r, _ in zip(_csv.DictReader(f), range(n))]
+
+
+BASE = 1_700_000_000  # seconds: November 2023
+
+
+def _iso(t: int, nanos: int, zone: str | None) -> str:
+    import datetime as dt
+
+    wall = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=BASE + t)
+    text = wall.isoformat(sep="T") + (f".{nanos:09d}" if nanos else "")
+    return text + (zone or "")
+
+
+def _time_inputs(folder: Path, kind: str) -> str:
+    """The README's checks with their times as `kind`, written as a file."""
+    import pyarrow as pa
+
+    rows = _checks()
+    if kind.startswith("csv"):
+        zone = {"csv-iso": None, "csv-iso-z": "Z", "csv-iso-offset": "+02:00", "csv-iso-nanos": None}[kind]
+        lines = ["ts,id,src,dst,type"] + [
+            f"{_iso(r['ts'], 7 * r['id'] + 1 if kind == 'csv-iso-nanos' else 0, zone)},{r['id']},{r['src']},"
+            f"{r['dst']},{r['type']}" for r in rows]  # fmt: skip
+        (folder / "in.csv").write_text("\n".join(lines) + "\n")
+        return str(folder / "in.csv")
+    unit, tz = {"parquet-us-utc": ("us", "UTC"), "parquet-ms-naive": ("ms", None), "parquet-ns-utc": ("ns", "UTC"),
+                "parquet-ns-naive": ("ns", None), "parquet-s-offset": ("s", "+05:30")}[kind]  # fmt: skip
+    scale = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[unit]
+    stamps = pa.array([(BASE + r["ts"]) * scale + (r["id"] if unit == "ns" else 0) for r in rows], pa.int64())
+    table = pa.table({"ts": stamps.cast(pa.timestamp(unit, tz=tz)), "id": [r["id"] for r in rows],
+                      "src": [r["src"] for r in rows], "dst": [r["dst"] for r in rows]})  # fmt: skip
+    pq.write_table(table, folder / "in.parquet")
+    return str(folder / "in.parquet")
+
+
+TIME_KINDS = ["csv-iso", "csv-iso-z", "csv-iso-offset", "csv-iso-nanos", "parquet-us-utc", "parquet-ms-naive",
+              "parquet-ns-utc", "parquet-ns-naive", "parquet-s-offset"]  # fmt: skip
+
+
+@pytest.mark.parametrize("zone", ["UTC", "+05:30"])
+@pytest.mark.parametrize("kind", TIME_KINDS)
+def test_every_time_kind_is_read_alike_by_both_engines(spark, tmp_path, kind, zone):
+    """Times as ISO text (a zone, an offset, none; digits below the
+    microsecond) and as Parquet timestamps (every unit, zoned and naive),
+    read in UTC and in a fixed offset: the same windows, trends, types and
+    footers on both engines."""
+    data = _time_inputs(tmp_path, kind)
+    text = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100 seconds SLIDE 50 seconds"
+    out = {}
+    for engine in (Engine.EMBEDDED, Engine.SPARK):
+        done = run_to(tmp_path / engine.value, text, data, {}, engine, spark=spark, id_col="id", time_zone=zone)
+        out[engine] = (rows(done), footer(done))
+    check_same(out, f"{kind} in {zone}")
+    assert len(out[Engine.EMBEDDED][0]) > 100
+    texts = {}
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)  # as the session `cetql run --time-zone` starts has it
+    try:
+        for engine in (Engine.EMBEDDED, Engine.SPARK):
+            for out_format in ("csv", "json"):
+                done = run_to(tmp_path / f"{engine.value}-{out_format}", text, data, {}, engine, spark=spark,
+                              fmt=out_format, id_col="id", time_zone=zone)  # fmt: skip
+                texts.setdefault(out_format, {})[engine] = text_rows(done)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    for got in texts.values():
+        check_same_text(got, f"{kind} in {zone}")
+
+
+TEXTS = ["plain", "with,comma", 'q"uote', "new\nline", " lead", "trail ", "", "é", "back\\slash", 'both\\"', None]
+
+
+def test_text_values_are_written_alike(spark, tmp_path):
+    """Keys of every awkward text (a comma, a quote, a line break, blanks
+    around, empty, non-ASCII, a backslash, null) in CSV and JSON files, and
+    an aggregate's doubles: the same text from both engines."""
+    import pyarrow as pa
+
+    n = 40
+    table = pa.table({"ts": list(range(n)), "id": list(range(n)), "k": [TEXTS[i % len(TEXTS)] for i in range(n)],
+                      "x": [float(i % 7) / 3 for i in range(n)]})  # fmt: skip
+    pq.write_table(table, tmp_path / "in.parquet")
+    data = str(tmp_path / "in.parquet")
+    for text in ("PATTERN E+ e[] WHERE [k] WITHIN 20 SLIDE 10",
+                 "RETURN k, COUNT(*), AVG(e.x), MAX(e.x) PATTERN E+ e[] WHERE [k] GROUP-BY k WITHIN 20"):  # fmt: skip
+        for out_format in ("csv", "json"):
+            got = {e: text_rows(run_to(tmp_path / f"{e.value}-{out_format}-{len(text)}", text, data, {}, e, spark=spark,
+                                       fmt=out_format, id_col="id"))  # fmt: skip
+                   for e in (Engine.EMBEDDED, Engine.SPARK)}
+            check_same_text(got, f"{text} as {out_format}")

@@ -61,3 +61,13 @@ def _sizes():
 def test_modules_and_functions_stay_small():
     too_big = [(m, f, n) for m, f, n in _sizes() if n > (MODULE_LINES if f is None else FUNCTION_LINES)]
     assert not too_big, too_big
+
+
+def test_spark_names_are_quoted_by_one_function():
+    """A column name reaches Spark quoted by `backends.spark.sql.quote`
+    (backticks doubled), never by a hand-written `` f"`{name}`" ``: a
+    backtick in a user's column name made Spark's parser fail."""
+    pattern = re.compile(r"""f["'][^"']*`\{""")
+    found = [f"{p.relative_to(ROOT)}:{i}" for p in (ROOT / "cetql").rglob("*.py")
+             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]  # fmt: skip
+    assert found == []

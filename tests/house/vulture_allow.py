@@ -24,3 +24,5 @@ _.order_key  # cetql/kernels/compare.py: the SQL dialects' tests sort by it (tes
 _.CASES  # cetql/kernels/compare.py: the table of comparison cases every evaluator and SQL dialect is tested on
 _.capability_fields  # cetql/planner/physical/engine.py: tests/engines/test_capabilities.py walks every entry with it
 _._check_value  # surfaces/cli/parsing.py: argparse's hook for a value outside an argument's choices
+_.tempdir  # surfaces/serve/runner.py: read by the standard library's tempfile (None: TMPDIR is read again)
+_.__annotations__  # backends/spark/reader.py: pyspark reads a pandas UDF's kind from its function's type hints

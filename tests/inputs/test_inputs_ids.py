@@ -18,7 +18,7 @@ from cetql.surfaces.cli.main import main
 
 KITING = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10"
 
-# (test name, the input, what cetql does) — rows for the README's Reliability table.
+# (test name, the input, what cetql does) — rows for docs/reliability.md's table.
 CASES = [
     ("test_repeated_id_is_refused", "`--id-col id` where two rows share an id", "exit 1, one line: the id, how many rows hold it, and what to do"),
     ("test_empty_id_is_refused", "`--id-col id` with an empty id field", "exit 1: a row has no id"),

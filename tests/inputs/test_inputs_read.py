@@ -18,7 +18,7 @@ from cetql.surfaces.cli.main import main
 KITING = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10"
 ROWS = [(1, 1, "A", "B"), (2, 2, "B", "C"), (3, 3, "B", "D"), (4, 4, "D", "E"), (5, 5, "E", "F")]
 
-# (test name, the input, what cetql does) — rows for the README's Reliability table.
+# (test name, the input, what cetql does) — rows for docs/reliability.md's table.
 CASES = [
     ("test_quoted_newline_is_one_value", "a CSV field in quotes holding a newline (RFC 4180)", "one value of one row; the trends are the reference's on the parsed rows"),
     ("test_drop_invalid_never_keeps_broken_halves", "a quoted newline with `--drop-invalid`", "nothing dropped, no half-row kept: the field holds its newline"),

@@ -34,7 +34,7 @@ from cetql.surfaces.cli.main import main
 CHAIN = "PATTERN S+ s[] WITHIN 1 s"  # every strictly later event may follow: ties are never adjacent
 RISING = "PATTERN S+ s[] WHERE s[i].x > s[i-1].x WITHIN 10 s"
 
-# (test name, the input, what cetql does) — rows for the README's Reliability table.
+# (test name, the input, what cetql does) — rows for docs/reliability.md's table.
 CASES = [
     ("test_iso_nanoseconds_in_csv", "ISO times in a CSV one nanosecond apart (`…00.000000001Z`)", "read to the nanosecond: ordered, never tied"),
     ("test_iso_nanoseconds_in_json", "ISO times in JSON lines one nanosecond apart", "read to the nanosecond: ordered, never tied"),

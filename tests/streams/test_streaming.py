@@ -290,15 +290,15 @@ def test_late_events_are_counted_and_windows_never_change(streams, tmp_path):
     assert written_in[0] == 1  # [0, 10) closed when the watermark reached 15, before the late events came
 
 
-# ---------------------------------------------------------------- the README
+# ---------------------------------------------------------------- docs/streams.md
 
 
-def test_readme_stream_snippet_runs(streams, tmp_path, monkeypatch, capsys):
-    """The README's Python stream, as written, on the first half of the
+def test_docs_stream_snippet_runs(streams, tmp_path, monkeypatch, capsys):
+    """docs/streams.md's Python stream, as written, on the first half of the
     kiting example: the rows of the windows its watermark closed (999 - 10)
     are the batch rows."""
     root = Path(__file__).resolve().parents[2]
-    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", (root / "README.md").read_text(), flags=re.S | re.M)
+    blocks = re.findall(r"^```(\w*)\n(.*?)^```$", (root / "docs" / "streams.md").read_text(), flags=re.S | re.M)
     (snippet,) = [b for lang, b in blocks if not lang and "readStream" in b and "incoming" in b]
     monkeypatch.chdir(tmp_path)
     (tmp_path / "examples").symlink_to(root / "examples")
@@ -308,7 +308,7 @@ def test_readme_stream_snippet_runs(streams, tmp_path, monkeypatch, capsys):
     for name in ("incoming", "chains.ckpt", "chains"):  # Spark's JVM resolves paths from where it started
         snippet = snippet.replace(f'"{name}"', f'"{tmp_path / name}"')
     scope: dict = {}
-    exec(compile(snippet, "README.md", "exec"), scope)
+    exec(compile(snippet, "docs/streams.md", "exec"), scope)
     scope["query"].stop()
     assert "windows=" in capsys.readouterr().out
     got = sorted((r["window_start"], tuple(r["events"])) for r in streams.read.parquet(str(tmp_path / "chains")).collect())

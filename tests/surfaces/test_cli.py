@@ -118,7 +118,7 @@ def test_memory_budget_on_the_command_line(capsys):
     assert "memory: 64 MiB — --memory-budget, per task; a group keeps its graph's edges up to 699,050" in (
         capsys.readouterr().out)
     assert main(["compile", q, "--memory-budget", "lots"]) == 2
-    assert "memory budget must be a size such as 512m or 2g, not 'lots'" in capsys.readouterr().err
+    assert "--memory-budget must be a size such as 512m or 2g, not 'lots'" in capsys.readouterr().err
     assert main(["compile", str(EXAMPLES / "greta_q1_stock.cet"), "--memory-budget", "1g"]) == 2
     assert "--memory-budget bounds what a detection group holds" in capsys.readouterr().err
 
@@ -127,8 +127,8 @@ def test_memory_budget_on_the_command_line(capsys):
     "args,message",
     [
         (["--driver-memory", "lots"], "--driver-memory must be a size such as 512m or 2g, not 'lots'"),
-        (["--start-timeout", "0"], "--start-timeout must be a positive number of seconds, not 0"),
-        (["--port", "0"], "--port must be between 1 and 65535, not 0"),
+        (["--start-timeout", "0"], "--start-timeout 0: must be a positive number of seconds"),
+        (["--port", "0"], "--port 0: must be a whole number from 1 to 65,535"),
         (["--conf", "spark.connect.grpc.binding.port=1"], "use --port and --host"),
         (["--conf", "novalue"], "is not of the form KEY=VALUE"),
         (["--master", "bogus"], "unknown Spark master 'bogus'"),
@@ -186,4 +186,4 @@ def test_sum_over_a_string_column(tmp_path, capsys):
     q = tmp_path / "q.cet"
     q.write_text("RETURN SUM(M.host) PATTERN Measurement M+ WITHIN 1 minute")
     assert main(["compile", str(q), "--schema", "ts timestamp, host string"]) == 2
-    assert "SUM(M.host) needs a numeric attribute, but it is a string" in capsys.readouterr().err
+    assert "SUM(M.host) is not defined on column 'host' of type string: SUM takes a numeric column" in capsys.readouterr().err

@@ -6,8 +6,8 @@ after; then the moves into place, interruptions and `append`.
 
 Refusals need no Spark (they happen before it starts); the few real writes
 share the suite's session; signals are sent to subprocesses.
-`python tests/surfaces/test_output_safety.py` prints this module's rows of the
-README's Reliability table (`CASES`).
+`python tests/surfaces/test_output_safety.py` prints this module's rows of
+docs/reliability.md's table (`CASES`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ import pytest
 from budget import budget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))  # as conftest.py does: also a script
 from processes import spark_env
 
 from cetql.base.errors import UsageError
@@ -46,7 +48,7 @@ KITING = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10"
 COUNT = KITING + " AGG COUNT(*)"
 CHECKS = "id,ts,src,dst\n1,1,A,B\n2,2,B,C\n3,3,B,D\n4,4,D,E\n"
 
-# (test name, the input, what cetql does) — rows for the README's Reliability table.
+# (test name, the input, what cetql does) — rows for docs/reliability.md's table.
 CASES = [
     ("test_every_writer_refuses_what_it_must_not_touch", "`run --output`, `gen -o`, `draw -o` or `:save`, in every mode, given an empty path, `.`, `..`, `~`, a folder above home, `/`, an input, a folder holding or inside one, the query file or a folder holding it, a symlink to the working folder, a named pipe, a device, or a file where a folder is written (a folder where a file is)", "refused before Spark starts (exit 2), one line naming the path and why; the tree around it unchanged"),
     ("test_spellings_of_a_protected_path_are_refused", "a protected path spelt another way: `file:`, `file://`, `FILE://localhost` (any case), `./`, `sub/..`, `//`, a trailing `/`, a symlinked folder, `~`", "read as the path it names (symlinks followed) and refused the same"),
@@ -560,9 +562,9 @@ def test_save_in_the_repl(spark, tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "res", "res.csv"]
 
 
-def test_repl_help_and_readme_agree_on_save():
-    readme = (ROOT / "README.md").read_text()
-    assert ":save PATH [overwrite]" in HELP and "`:save PATH [overwrite]`" in readme
+def test_repl_help_and_docs_agree_on_save():
+    page = (ROOT / "docs" / "commands.md").read_text()
+    assert ":save PATH [overwrite]" in HELP and "`:save PATH [overwrite]`" in page
 
 
 def test_cases_are_tests():
@@ -570,6 +572,6 @@ def test_cases_are_tests():
     assert names <= {name for name in globals() if name.startswith("test_")}
 
 
-if __name__ == "__main__":  # print this module's rows of the README's table
+if __name__ == "__main__":  # print this module's rows of docs/reliability.md's table
     for name, what, does in CASES:
         print(f"| {what} | {does} | `{name}` |")

@@ -1,5 +1,6 @@
-"""Bad and awkward inputs: each row of the README's "Reliability" table is a
-test here (`CASES`; `python tests/surfaces/test_reliability.py` prints the table).
+"""Bad and awkward inputs: each row of docs/reliability.md's table is a
+test here or in a module `TABLE_MODULES` names (`CASES`; `python
+tests/surfaces/test_reliability.py` prints the table).
 
 Most run the CLI in this process on the suite's one Spark session; the few
 that must see a real terminal process (Ctrl-C, Spark's own log lines,
@@ -8,6 +9,7 @@ refusals before the JVM starts) run `python -m cetql` in a subprocess.
 
 from __future__ import annotations
 
+import functools
 import signal
 import subprocess
 import sys
@@ -17,6 +19,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+# the suite's support modules, as conftest.py puts them on the path: this file also runs as a script
+# (`python tests/surfaces/test_reliability.py` prints docs/reliability.md's table)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
 from processes import descendants, free_port, spark_env, start, stop, wait_for_port
 
 from cetql.surfaces.cli.main import main
@@ -25,7 +31,7 @@ KITING = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10"
 RISING = "PATTERN S+ s[] WHERE s[i].x > s[i-1].x WITHIN 10"
 CHECKS = "id,ts,src,dst\n1,1,A,B\n2,2,B,C\n3,3,B,D\n4,4,D,E\n"
 
-# (test name, the input, what cetql does) — the README's table, row by row.
+# (test name, the input, what cetql does) — docs/reliability.md's table, row by row.
 CASES = [
     ("test_output_existing_folder_is_kept", "`--output` names a folder that exists", "refused (exit 2) unless `--mode overwrite/append/ignore`; the folder and its files are untouched"),
     ("test_output_existing_file_is_kept", "`--output` names a regular file", "refused (exit 2); the file is untouched"),
@@ -549,7 +555,7 @@ def test_memory_budget_not_a_size(capsys, q, checks):
 
 def test_negative_limit(capsys, q, checks):
     code, _, err = run(capsys, "run", q(), "--input", checks, "--limit", "-1")
-    assert code == 2 and err == "error: --limit must be zero (all rows) or positive\n"
+    assert code == 2 and err.strip() == "error: --limit -1: must be zero or positive"
 
 
 def test_missing_query_file(capsys, checks):
@@ -695,7 +701,7 @@ def test_server_dies_mid_query(tmp_path):
         out = tmp_path / "out"
         client = subprocess.Popen(
             [sys.executable, "-m", "cetql", "run", str(query), "--input", str(data), "--id-col", "id",
-             "--max-trends", "0", "--output", str(out), "--remote", f"sc://127.0.0.1:{port}"],
+             "--max-trends", "0", "--output", str(out), "--remote", f"sc://127.0.0.1:{port}", "--no-serve"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=spark_env(CETQL_CONNECT_RETRY_SECONDS="6"),
             cwd=tmp_path,
         )  # fmt: skip
@@ -716,12 +722,13 @@ def test_server_dies_mid_query(tmp_path):
         stop(server, kill=True)
 
 
-# Modules whose `CASES` are rows of the README's Reliability table (test name,
+# Modules whose `CASES` are rows of docs/reliability.md's table (test name,
 # the input, what cetql does); this module's come first.
 TABLE_MODULES = ("test_reliability", "test_output_safety", "test_inputs_read", "test_inputs_time", "test_inputs_ids",
                  "test_inputs_messages", "test_fuzz_inputs", "test_embedded")
 
 
+@functools.cache
 def _module(name: str) -> dict:
     """A test module's names, by its file's name anywhere under tests/ (each
     folder of tests is not a package: loaded from its path)."""
@@ -732,11 +739,8 @@ def _module(name: str) -> dict:
     (path,) = Path(__file__).resolve().parents[1].glob(f"*/{name}.py")
     spec = importlib.util.spec_from_file_location(f"_table_{name}", path)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # a dataclass of the module looks it up there while it loads
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
+    sys.modules[spec.name] = module  # where dataclasses look up a module's names (string annotations)
+    spec.loader.exec_module(module)
     return vars(module)
 
 
@@ -745,20 +749,20 @@ def table_rows() -> list[tuple[str, str, str, str]]:
     return [(name, *case) for name in TABLE_MODULES for case in _module(name)["CASES"]]
 
 
-def test_readme_table_lists_every_case():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+def test_docs_table_lists_every_case():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reliability.md").read_text()
     rows = table_rows()
-    missing = [test for _, test, what, does in rows if f"| {what} | {does} | `{test}` |" not in readme]
+    missing = [test for _, test, what, does in rows if f"| {what} | {does} | `{test}` |" not in page]
     assert not missing, missing
     for module, test, _, _ in rows:
         tests = _module(module)
         assert test in tests and test.startswith("test_"), (module, test)
     assert len(rows) >= 55
-    listed = readme.count("` |\n")
-    assert listed >= len(rows)
+    listed = page.count("` |\n")
+    assert listed == len(rows), "a row of docs/reliability.md that no test's CASES holds"
 
 
-if __name__ == "__main__":  # print the README's table
+if __name__ == "__main__":  # print docs/reliability.md's table
     print("| input | what cetql does | test |\n| --- | --- | --- |")
     for _, test, what, does in table_rows():
         print(f"| {what} | {does} | `{test}` |")

@@ -23,6 +23,7 @@ from processes import descendants, free_port, spark_env, start, stop, wait_for_p
 
 from cetql.backends.spark import archive as cds
 from cetql.backends.spark import connect, session
+from cetql.backends.spark.connect import with_token
 from cetql.base.errors import UsageError
 from cetql.surfaces.cli.main import main
 from cetql.surfaces.serve import state as serve_state
@@ -163,6 +164,7 @@ def _state(folder: Path, **fields) -> Path:
     state = {"url": "sc://127.0.0.1:1", "port": 1, "pid": os.getpid(), "started": 0.0, **serve_state.identity(), **fields}
     path = folder / f"serve-{state['port']}.json"
     path.write_text(json.dumps(state))
+    path.chmod(0o600)  # as a serve writes it: one others may read is not trusted (test_serve_trust.py)
     return path
 
 
@@ -203,6 +205,19 @@ def test_run_uses_a_running_serve(spark, capsys, tmp_path):
         while not state.exists():
             assert time.monotonic() < deadline, "cetql serve wrote no state file"
             time.sleep(0.2)
+        assert state.stat().st_mode & 0o777 == 0o600 and (tmp_path / "cetql").stat().st_mode & 0o777 == 0o700
+        # the server takes no client without the serve's token (kept in the state file, the user's alone)
+        refused = subprocess.run([sys.executable, "-c", f"from pyspark.sql import SparkSession as S; "
+                                  f"S.builder.remote('sc://127.0.0.1:{port}').getOrCreate().range(1).count()"],
+                                 capture_output=True, text=True, env=spark_env(), timeout=120)  # fmt: skip
+        assert refused.returncode != 0 and "UNAUTHENTICATED" in refused.stderr, refused.stderr[-2000:]
+        elsewhere = subprocess.run([sys.executable, "-m", "cetql", "run", str(KITING), "--input", str(CHECKS),
+                                    "--id-col", "id", "--remote", f"sc://127.0.0.1:{port}"], capture_output=True,
+                                   text=True, env={**env, "XDG_RUNTIME_DIR": str(tmp_path / "cache")},
+                                   timeout=300)  # fmt: skip
+        assert elsewhere.returncode == 1 and "Traceback" not in elsewhere.stderr, elsewhere.stderr[-2000:]
+        assert f"server at sc://127.0.0.1:{port} refused this client: it takes only clients that send its token" \
+            in elsewhere.stderr, elsewhere.stderr[-2000:]  # fmt: skip
         args = ["run", str(KITING), "--input", str(CHECKS), "--id-col", "id", "--format", "csv", "--limit", "0",
                 "--engine", "spark"]  # a plan for Spark: the serve's Connect server runs it
         assert main(args) == 0  # this process's own session: no server is looked for
@@ -229,7 +244,8 @@ def test_run_uses_a_running_serve(spark, capsys, tmp_path):
         changed.write_text(CHECKS.read_text())
         assert _rows(_run(args_changed[1:], env, work).stdout) == local
         # a slot's session the server has closed (another client released it): a new one, once
-        _release(f"{url}/;session_id={held}")
+        token = json.loads(state.read_text())["token"]  # the serve takes clients that send it only
+        _release(with_token(f"{url}/;session_id={held}", lambda host, port: token))
         again = _run(args[1:], env, work)
         assert _rows(again.stdout) == local, again.stderr
         assert slot.read_text() != held

@@ -2,7 +2,7 @@
 not a terminal, when its reader goes away, and what it refuses before
 Spark starts.
 
-The choices (README, `cetql run` → Printing):
+The choices (docs/run.md, "Printing"):
 - without `--output`, standard output that is not a terminal carries the
   whole result (CSV, or JSON lines), streamed; `--limit N` cuts it, and the
   summary on standard error says so;
@@ -28,7 +28,7 @@ from cetql.surfaces.cli.main import main
 ROOT = Path(__file__).resolve().parents[2]
 KITING = ROOT / "examples" / "kiting.cet"
 CHECKS = ROOT / "examples" / "data" / "checks.csv"
-# the count the README states for its first example (tests/surfaces/test_readme.py leaves that command to this file)
+# the count the README states for its first example
 README_TRENDS = next(c.count for c in README if c.key == f"run examples/kiting.cet --input {CHECKS.relative_to(ROOT)} --id-col id")
 
 
@@ -39,10 +39,12 @@ def _first(tmp_path, n: int) -> Path:
 
 
 def test_piped_output_carries_every_row_streamed(spark, capsys, monkeypatch):
-    """The README's kiting example on Spark with standard output not a terminal: a
-    header and as many CSV lines as the README says (3,771), each ending in `\\n`, the summary on standard
-    error without a cut — and no `collect()` brought more than a few rows to
-    the driver (the rows came through `toLocalIterator`)."""
+    """The README's kiting example on Spark (`--engine spark`: the planner
+    gives it to the embedded engine otherwise) with standard output not a
+    terminal: a header and as many CSV lines as the README says (3,771), each
+    ending in `\\n`, the summary on standard error without a cut — and no
+    `collect()` brought more than a few rows to the driver (the rows came
+    through `toLocalIterator`)."""
     collected, streamed = [], []
     frame = type(spark.range(1))  # the session's own DataFrame class (classic or Connect)
     collect, iterate = frame.collect, frame.toLocalIterator

@@ -27,7 +27,7 @@ def check_rows(con, plan, events: str, sources: dict) -> int:
     the number of rows dropped."""
     n, scan = plan.names, plan.scan
     drop = scan.invalid == InvalidRows.DROP
-    invalid = f"{Q(n.time)} IS NULL OR {Q(n.bad)} IS NOT NULL"
+    invalid = f"{Q(n.time)} IS NULL OR {outside(plan)} OR {Q(n.bad)} IS NOT NULL"
     (bad,) = con.execute(f"SELECT count(*) FROM {events} WHERE {invalid}").fetchall()[0]
     if bad and not drop:
         raise RowsRefused(diagnose(con, plan, events, sources))
@@ -43,6 +43,16 @@ def check_rows(con, plan, events: str, sources: dict) -> int:
         if scan.unique_ids:
             dropped += _check_ids(con, events, n.id, scan.id_col, drop)
     return dropped
+
+
+def outside(plan) -> str:
+    """SQL: the internal time lies outside the range the plan's windows are
+    exact in (`physical.ranges`), as the Spark scan refuses it."""
+    times = plan.windows.times
+    if times is None:
+        return "FALSE"
+    t = Q(plan.names.time)
+    return f"({t} < {L(times.lo)} OR {t} > {L(times.hi)})"
 
 
 def _check_ids(con, events: str, ident: str, label: str, drop: bool) -> int:
@@ -75,6 +85,7 @@ def diagnose(con, plan, events: str, sources: dict) -> str:
         where = f" of input {si.type_name}" if si.type_name else ""
         mine = f"{Q(n.type)} IS NOT DISTINCT FROM {L(si.type_name)}" if si.type_name else "TRUE"
         (timeless,) = con.execute(f"SELECT count(*) FROM {events} WHERE {mine} AND {Q(n.time)} IS NULL").fetchall()[0]
+        (beyond,) = con.execute(f"SELECT count(*) FROM {events} WHERE {mine} AND {outside(plan)}").fetchall()[0]
         for c in source.columns:
             if c.name not in scan.checked or not source.text or c.type in ("string", "nested"):
                 continue  # text is read as it is: never unreadable
@@ -83,6 +94,8 @@ def diagnose(con, plan, events: str, sources: dict) -> str:
                 parts.append(refusals.unreadable(c.name, count, sample, c.type, where))
         if timeless:
             parts.append(refusals.no_time(scan.time_col, timeless, where))
+        if beyond:
+            parts.append(refusals.outside(scan.time_col, plan.windows.times.text, beyond, where))
     if not parts:
         return "an input row was refused (null time or unreadable value)" + refusals.ROWS_ADVICE
     return "; ".join(parts) + refusals.ROWS_ADVICE

@@ -15,6 +15,9 @@ what it runs is what `capabilities` declares.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -24,6 +27,7 @@ import pyarrow as pa
 from cetql.backends.embedded import checks, reader
 from cetql.backends.embedded.output import output
 from cetql.backends.embedded.slices import kernels
+from cetql.backends.inputs.stamps import check_unchanged
 from cetql.backends.sql import windows as W
 from cetql.backends.sql.dialects import DUCKDB
 from cetql.backends.sql.expressions import condition, to_sql
@@ -51,9 +55,12 @@ class Result:
 
 def connect() -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the session settings every run uses: UTC
-    (no machine zone in any value), errors for overflow and for what SQL
-    leaves undefined, every core."""
-    con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
+    (no machine zone in any value), every core, and what it spills to disk
+    in a folder of its own under the system's temporary folder, removed with
+    the connection (DuckDB's default is `.tmp` in the working folder)."""
+    spill = tempfile.mkdtemp(prefix="cetql-duckdb-")
+    con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1), "temp_directory": spill})
+    weakref.finalize(con, shutil.rmtree, spill, True)
     con.execute("SET TimeZone = 'UTC'").fetchall()
     return con
 
@@ -85,7 +92,11 @@ def scan(con: duckdb.DuckDBPyConnection, plan: PhysicalPlan) -> int:
     union = " UNION ALL BY NAME ".join(f"SELECT * FROM ({p})" for p in parts)
     if plan.scan.id_col is None:  # ids from input order: numbered as read (only aggregation, where none is shown)
         union = f"SELECT * REPLACE (CAST(row_number() OVER () - 1 AS BIGINT) AS {Q(plan.names.id)}) FROM ({union})"
-    con.execute(f"CREATE TEMP TABLE {EVENTS} AS {union}").fetchall()
+    for si in plan.scan.inputs:  # the files as planned: before they are read, and after (a change while read)
+        check_unchanged(si.stamps, si.label)
+    con.execute(f"CREATE TABLE {EVENTS} AS {union}").fetchall()
+    for si in plan.scan.inputs:
+        check_unchanged(si.stamps, si.label)
     return checks.check_rows(con, plan, EVENTS, sources)
 
 

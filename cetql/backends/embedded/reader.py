@@ -121,7 +121,10 @@ def typed_columns(source: Source, present: tuple[str, ...], checked: tuple[str, 
             if c.name in checked:
                 bad.append(f"WHEN {casts.invalid(DUCKDB, c.name, value)} THEN {L(c.name)}")
             cols.append(f"{value} AS {name}")
-        elif c.naive and not c.nanos and source.format == "parquet":  # a wall-clock time, in the reader's zone
+        elif c.nanos and source.format == "parquet":  # nanoseconds since the epoch, a BIGINT, as Spark reads them
+            shift = offset_seconds(zone) * 1_000_000_000 if c.naive else 0
+            cols.append(f"(epoch_ns({name}) - {shift}) AS {name}")
+        elif c.naive and source.format == "parquet":  # a wall-clock time, in the reader's zone
             shift = offset_seconds(zone) * 1_000_000
             cols.append(f"CAST(make_timestamp(epoch_us({name}) - {shift}) AS TIMESTAMPTZ) AS {name}")
         else:
@@ -129,16 +132,13 @@ def typed_columns(source: Source, present: tuple[str, ...], checked: tuple[str, 
     return cols, ("CASE " + " ".join(bad) + " END") if bad else "NULL", parts
 
 
-def time_sql(cast: TimeCast, source: Source, time_col: str, zone: str) -> str:
+def time_sql(cast: TimeCast, time_col: str) -> str:
     """SQL of the internal time (a BIGINT) from the typed time column."""
     t = Q(time_col)
-    col = next(c for c in source.columns if c.name == time_col)
     if cast == TimeCast.NUMBER:
         return f"CAST({t} AS BIGINT)"
-    if cast == TimeCast.NANOS:
-        if source.text:
-            return t
-        return f"epoch_ns({t}) - {offset_seconds(zone) * 1_000_000_000}" if col.naive else f"epoch_ns({t})"
+    if cast == TimeCast.NANOS:  # read as epoch nanoseconds already (text and Parquet alike)
+        return f"CAST({t} AS BIGINT)"
     micros = f"epoch_us({t})"
     if cast == TimeCast.MICROS_TO_NANOS:
         return f"({micros} * 1000)"
@@ -158,7 +158,7 @@ def input_sql(plan: PhysicalPlan, si: ScanInput, source: Source) -> str:
         reads.append(f"SELECT {', '.join(cols)}, {bad} AS {Q(n.bad)} FROM ({inner})")
     typed = " UNION ALL ".join(reads)
     ident = Q(scan.id_col) if scan.id_col else "NULL"
-    time = time_sql(si.time_cast, source, scan.time_col, zone)
+    time = time_sql(si.time_cast, scan.time_col)
     kind = L(si.type_name) if si.type_name is not None else "CAST(NULL AS VARCHAR)"
     select = "*"
     if si.time_cast == TimeCast.NANOS:  # rows show the time to the microsecond, as Spark's scan does

@@ -43,7 +43,7 @@ class EmbeddedRows:
         raises is raised in this process as it was, not inside DuckDB)."""
         con = self._con
         con.register("__cetql_batch", pa.Table.from_batches([], schema=result.schema))
-        con.execute(f"CREATE TEMP TABLE {RESULT} AS SELECT * FROM __cetql_batch").fetchall()
+        con.execute(f"CREATE TABLE {RESULT} AS SELECT * FROM __cetql_batch").fetchall()
         for batch in result.batches:
             con.register("__cetql_batch", pa.Table.from_batches([batch], schema=result.schema))
             con.execute(f"INSERT INTO {RESULT} SELECT * FROM __cetql_batch").fetchall()
@@ -78,17 +78,18 @@ class EmbeddedRows:
 
     def lookup(self, ids: list, attrs: tuple[str, ...]) -> dict:
         n = self.plan.names
-        have = [d[0] for d in self._con.execute(f"SELECT * FROM {EVENTS} LIMIT 0").description]
+        have = [d[0] for d in self._con.cursor().execute(f"SELECT * FROM {EVENTS} LIMIT 0").description]
         user = [c for c in have if not c.startswith(n.prefix)]
         missing = [a for a in attrs if a not in have]
         if missing:
             raise UsageError(f"--show: no column {missing[0]} in the input{did_you_mean(missing[0], user)} "
                              f"(columns: {', '.join(user)})")  # fmt: skip
-        self._con.register("__cetql_ids", pa.table({"id": pa.array(ids)}))
+        con = self._con.cursor()  # its own results: `ordered` may be reading on the run's connection
+        con.register("__cetql_ids", pa.table({"id": pa.array(ids)}))
         try:
             cols = ", ".join(Q(a) for a in attrs)
-            got = self._con.execute(f"SELECT {Q(n.id)}, {cols} FROM {EVENTS} WHERE {Q(n.id)} IN "
-                                    "(SELECT id FROM __cetql_ids)").fetchall()  # fmt: skip
+            got = con.execute(f"SELECT {Q(n.id)}, {cols} FROM {EVENTS} WHERE {Q(n.id)} IN "
+                              "(SELECT id FROM __cetql_ids)").fetchall()  # fmt: skip
         finally:
-            self._con.unregister("__cetql_ids")
+            con.close()
         return {row[0]: {a: self._plain(v) for a, v in zip(attrs, row[1:])} for row in got}

@@ -21,11 +21,13 @@ def summarize(described: dict[str | None, tuple], time_col: str) -> Inputs:
     cols: dict[str, tuple] = {}
     kinds = set()
     each = []
-    for name, (schema, nanos, label, text, *files) in described.items():
+    for name, (schema, nanos, label, text, *more) in described.items():
         kinds.add(time_kind(schema, time_col, nanos, name))
         found = schema.lookup(time_col)
         written = None if found is None or found[0] == OTHER else found[1]
-        each.append(InputFacts(name, label, text, written, nanos, source=files[0] if files else None))
+        source = more[0] if more else None
+        each.append(InputFacts(name, label, text, written, nanos, source=source,
+                               stamps=source.stamps if source is not None else ()))  # fmt: skip
         for c in schema.columns:
             prev = cols.get(c[0])
             if prev is not None and OTHER not in (prev[1], c[1]) and prev[1] != c[1]:

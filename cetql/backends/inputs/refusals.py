@@ -25,6 +25,12 @@ def unreadable(name: str, n: int, sample, spark_type: str, where: str = "") -> s
     return f"column '{name}'{where} holds {n:,} value(s) that cannot be read as {what} (e.g. {sample!r})"
 
 
+def outside(name: str, text: str, n: int | None = None, where: str = "") -> str:
+    """What rows whose time lies outside the range the plan's windows are
+    exact in (`physical.ranges`: `text`) are called; `n` of them."""
+    rows = f": {n:,} row(s) have" if n is not None else " holds"
+    return f"time column '{name}'{where}{rows} a time outside the range its windows can be computed in ({text})"
+
 # Spark types an id may have: whole numbers, decimals and text compare
 # exactly and round-trip through Arrow to the kernels.
 _ID_TYPES = ("tinyint", "smallint", "int", "bigint", "string")

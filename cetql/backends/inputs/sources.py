@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cetql.backends.inputs import casts, times
+from cetql.backends.inputs.stamps import stamp
 from cetql.base.errors import SchemaError, UsageError
 from cetql.planner.semantics.schema import Schema
 from cetql.planner.semantics.sources import Column, Source, class_of
@@ -62,7 +63,8 @@ def describe(spec: str | Path, time_zone: str = "UTC") -> Source:
     empty = [f for f in files if f.stat().st_size == 0]
     if empty and len(empty) == len(files):
         raise UsageError(f"input '{spec}' is empty" + (f" ({len(files)} empty files)" if len(files) > 1 else ""))
-    files = [f for f in files if f.stat().st_size > 0]
+    files = [f.resolve() for f in files if f.stat().st_size > 0]
+    stamped = tuple(stamp(f) for f in files)  # before reading them: a change while they are read is found later
     headers: tuple = ()
     multiline = False
     try:
@@ -73,13 +75,14 @@ def describe(spec: str | Path, time_zone: str = "UTC") -> Source:
             multiline = any(_has_quote(f) for f in files)
         else:
             columns = _json_columns(files, spec)
+        _check_names(columns, spec)
     except (SchemaError, UsageError):
         raise
     except Exception as e:  # a malformed file: say which and why, in one line
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise SchemaError(f"cannot read '{spec}' as {fmt.upper()}: {first}") from None
-    source = Source(str(spec), fmt, tuple(str(f.resolve()) for f in files), tuple(columns), time_zone, headers,
-                    multiline, size=sum(f.stat().st_size for f in files))  # fmt: skip
+    source = Source(str(spec), fmt, tuple(str(f) for f in files), tuple(columns), time_zone, headers,
+                    multiline, size=sum(f.stat().st_size for f in files), stamps=stamped)  # fmt: skip
     return _with_footers(source) if fmt == "parquet" else source
 
 
@@ -97,6 +100,19 @@ def _with_footers(source: Source) -> Source:
         if arrow is None:
             arrow = tuple((field.name, str(field.type)) for field in meta.schema.to_arrow_schema())
     return replace(source, rows=rows, size=size, arrow=arrow or ())
+
+
+def _check_names(columns, spec) -> None:
+    """Column names are unique as Spark resolves them, without case (a
+    Parquet file may hold `id` twice, a JSON object `x` beside `X`)."""
+    seen: dict[str, str] = {}
+    for c in columns:
+        other = seen.get(c.name.lower())
+        seen[c.name.lower()] = c.name
+        if other is not None:
+            same = f"two columns named '{c.name}'" if other == c.name else f"columns '{other}' and '{c.name}'"
+            raise SchemaError(f"input '{spec}' has {same}, which Spark cannot tell apart (it matches column names "
+                              "without case); rename one")  # fmt: skip
 
 
 def _has_quote(path: Path) -> bool:
@@ -176,7 +192,8 @@ def _sample_text(path: Path, size: int = SAMPLE_BYTES) -> str:
 
 
 def _csv_header(path: Path, rows: list[list[str]]) -> tuple[str, ...]:
-    """A CSV file's column names (trimmed), checked: present, named, unique."""
+    """A CSV file's column names (trimmed), checked: present and named
+    (unique: `_check_names`, for every format)."""
     if not rows:
         raise UsageError(f"input '{path}' is empty")
     header = rows[0]
@@ -189,9 +206,6 @@ def _csv_header(path: Path, rows: list[list[str]]) -> tuple[str, ...]:
     blank = [i + 1 for i, n in enumerate(names) if not n]
     if blank:
         raise SchemaError(f"'{path}': column {blank[0]} of the header has no name")
-    dup = sorted({n for n in names if names.count(n) > 1})
-    if dup:
-        raise SchemaError(f"'{path}': the header names column '{dup[0]}' twice")
     return names
 
 

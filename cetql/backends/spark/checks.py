@@ -12,6 +12,7 @@ right one), and counted with the other dropped rows.
 from __future__ import annotations
 
 from cetql.backends.inputs.refusals import ID_ADVICE, ID_REFUSED, NULL_ID, REPEATED_ID, check_id_type  # noqa: F401
+from cetql.backends.spark.sql import quote
 
 
 def check_present_ids(df, id_col: str, *, drop: bool, label: str | None = None):
@@ -21,7 +22,7 @@ def check_present_ids(df, id_col: str, *, drop: bool, label: str | None = None):
     from pyspark.sql import functions as F
 
     label = label or id_col
-    ident = F.col(f"`{id_col}`")
+    ident = F.col(quote(id_col))
     check_id_type(label, dict(df.dtypes)[id_col])
     if drop:
         return df.filter(ident.isNotNull())
@@ -38,12 +39,12 @@ def check_ids(df, id_col: str, *, drop: bool, label: str | None = None):
     from pyspark.sql import functions as F
 
     label = label or id_col
-    ident = F.col(f"`{id_col}`")
+    ident = F.col(quote(id_col))
     check_id_type(label, dict(df.dtypes)[id_col])
     n = F.count(F.lit(1)).over(Window.partitionBy(ident))
     if drop:
         tmp = f"{id_col}__n"
-        return df.withColumn(tmp, n).filter(ident.isNotNull() & (F.col(f"`{tmp}`") == 1)).drop(tmp)
+        return df.withColumn(tmp, n).filter(ident.isNotNull() & (F.col(quote(tmp)) == 1)).drop(tmp)
     before, between, after = (x.format(label=label) for x in REPEATED_ID)
     why = F.when(ident.isNull(), F.lit(f"{ID_REFUSED}: {NULL_ID.format(label=label)}")).when(
         n > 1,

@@ -15,13 +15,15 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from cetql.backends.inputs import refusals
 from cetql.backends.spark import checks, reader
+from cetql.backends.spark.arrow import batch_schema
 from cetql.backends.spark.distributed import extract
 from cetql.backends.spark.exchange import sorted_groups
 from cetql.backends.spark.exprs import column, holds
+from cetql.backends.spark.sql import quote
 from cetql.backends.sql import windows as W
 from cetql.backends.sql.dialects import SPARK
 from cetql.base.options import Strategy
@@ -81,7 +83,7 @@ def scan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
     frames = []
     for si in op.inputs:
         inp = inputs[si.type_name]
-        df, bad = inp.df, F.lit(None).cast("string")
+        df, bad = reader.unchanged(inp.df, si.stamps, si.label), F.lit(None).cast("string")
         if si.text:
             typed = {}
             for c in inp.source.columns:
@@ -92,8 +94,8 @@ def scan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
             df = df.select(*[typed[c].alias(c) for c in df.columns], bad.alias(n.bad))
         else:
             df = df.withColumn(n.bad, bad)
-        ident = F.col(f"`{op.id_col}`") if op.id_col else F.monotonically_increasing_id()
-        time = _time(si.time_cast, F.col(f"`{op.time_col}`"))
+        ident = F.col(quote(op.id_col)) if op.id_col else F.monotonically_increasing_id()
+        time = _time(si.time_cast, F.col(quote(op.time_col)))
         df = df.withColumn(n.id, ident).withColumn(n.time, time)
         df = df.withColumn(n.type, F.lit(si.type_name).cast("string"))
         if si.time_cast == TimeCast.NANOS:  # rows show the time to the microsecond; n.time keeps every nanosecond
@@ -106,7 +108,9 @@ def scan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
     invalid_time = t.isNull()
     if op.nan_times:
         invalid_time = invalid_time | F.isnan(t) | (F.abs(t) == float("inf"))
+    times = plan.windows.times
     why = (F.when(invalid_time, F.lit(f"{INVALID}: time column '{op.time_col}' is null, NaN or infinite"))
+           .when(_outside(t, times), F.lit(f"{INVALID}: {refusals.outside(op.time_col, times.text)}"))
            .when(F.col(n.bad).isNotNull(), F.concat(F.lit(f"{INVALID} in column '"), F.col(n.bad), F.lit("'"))))  # fmt: skip
     if op.invalid == InvalidRows.DROP:
         out = out.filter(why.isNull())
@@ -118,6 +122,11 @@ def scan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
     elif op.id_col:  # a stream's: present (unique over a stream with no end cannot be checked)
         out = checks.check_present_ids(out, n.id, drop=op.invalid == InvalidRows.DROP, label=op.id_col)
     return out
+
+
+def _outside(t, times):
+    """Whether an internal time lies outside the range its windows are exact in."""
+    return (t < F.lit(times.lo)) | (t > F.lit(times.hi))
 
 
 # ---------------------------------------------------------------- Filter
@@ -161,9 +170,11 @@ def window_bounds(plan: PhysicalPlan):
     start, end = F.expr(W.window_start(plan, k)), F.expr(W.window_end(plan, k))
     if w.bounds == Bounds.TIMESTAMP:
         return F.timestamp_micros(start.cast("long")), F.timestamp_micros(end.cast("long"))
-    if w.bounds == Bounds.TIMESTAMP_NS:
-        return (F.timestamp_micros(F.floor(start / 1000).cast("long")),
-                F.timestamp_micros(F.floor(end / 1000).cast("long")))  # fmt: skip
+    if w.bounds == Bounds.TIMESTAMP_NS:  # to the microsecond, floored exactly (a double would round epoch nanoseconds)
+        def micros(bound: str):  # never null (the window is not): Spark cannot tell that of pmod and div
+            return F.coalesce(F.timestamp_micros(F.expr(W.floor_div(SPARK, bound, 1000))), F.timestamp_micros(F.lit(0)))
+
+        return micros(W.window_start(plan, k)), micros(W.window_end(plan, k))
     if w.bounds == Bounds.DECIMAL:
         kind = f"decimal(38,{w.bounds_scale})"
         return start.cast(kind), end.cast(kind)
@@ -180,11 +191,11 @@ def partition(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     kernel splits groups by."""
     op = plan.partition
     for k in op.keys:
-        df = df.filter(F.col(f"`{k.attr}`").isNotNull()).withColumn(k.column, F.col(f"`{k.attr}`"))
+        df = df.filter(F.col(quote(k.attr)).isNotNull()).withColumn(k.column, F.col(quote(k.attr)))
     for k in op.subkeys:
-        df = df.withColumn(k.column, F.col(f"`{k.attr}`"))
+        df = df.withColumn(k.column, F.col(quote(k.attr)))
     for k in op.state_keys:
-        df = df.withColumn(k.column, F.col(f"`{k.attr}`"))
+        df = df.withColumn(k.column, F.col(quote(k.attr)))
     return df
 
 
@@ -207,7 +218,7 @@ def _with_rows(plan: PhysicalPlan, df: DataFrame) -> tuple[DataFrame, tuple[str,
     if not plan.root.with_rows:
         return df, ()
     user = [c for c in df.columns if not c.startswith(plan.names.prefix)]
-    return df.withColumn(plan.names.row, F.struct(*[F.col(f"`{c}`") for c in user])), (plan.names.row,)
+    return df.withColumn(plan.names.row, F.struct(*[F.col(quote(c)) for c in user])), (plan.names.row,)
 
 
 def detect(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
@@ -218,7 +229,7 @@ def detect(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
         trends = extract(plan, spec, df)
     else:
         df = sorted_groups(plan, df)
-        schema = process.detect_schema(spec, to_arrow_schema(df.schema))
+        schema = process.detect_schema(spec, batch_schema(df))
         trends = df.mapInArrow(process.detect_fn(spec), from_arrow_schema(schema))
     start, end = window_bounds(plan)
     cols = [start.alias("window_start"), end.alias("window_end")]
@@ -230,12 +241,12 @@ def detect(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
 def aggregate(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     spec = kernel_spec(plan)
     df = sorted_groups(plan, _kernel_columns(plan, df))
-    schema = process.aggregate_schema(spec, to_arrow_schema(df.schema))
+    schema = process.aggregate_schema(spec, batch_schema(df))
     out = df.mapInArrow(process.aggregate_fn(spec), from_arrow_schema(schema))
     start, end = window_bounds(plan)
     cols = [start.alias("window_start"), end.alias("window_end")]
     cols += [F.col(k.column).alias(k.attr) for k in plan.partition.keys if k.output is not None]
-    cols += [F.col(f"`{t.name}`") for t in spec.targets]
+    cols += [F.col(quote(t.name)) for t in spec.targets]
     return out.select(*cols)
 
 
@@ -256,16 +267,17 @@ def diagnose_invalid(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> str
                 continue
             if si.text:
                 typed, invalid = reader.cast_column(inp.source, name)
-                aggs += [F.sum(invalid.cast("long")), F.first(F.when(invalid, F.col(f"`{name}`")), ignorenulls=True)]
+                aggs += [F.sum(invalid.cast("long")), F.first(F.when(invalid, F.col(quote(name))), ignorenulls=True)]
                 labels.append(("invalid", name, next(c.type for c in inp.source.columns if c.name == name)))
             else:
-                typed = F.col(f"`{name}`")
+                typed = F.col(quote(name))
             if name == op.time_col:
                 bad = typed.isNull()
                 if op.nan_times:
                     bad = bad | F.isnan(typed) | (F.abs(typed) == float("inf"))
-                aggs.append(F.sum(bad.cast("long")))
-                labels.append(("time", name, None))
+                aggs += [F.sum(bad.cast("long")), F.sum((~bad & _outside(_time(si.time_cast, typed),
+                                                                          plan.windows.times)).cast("long"))]  # fmt: skip
+                labels += [("time", name, None), ("range", name, plan.windows.times.text)]
         if aggs:
             parts += _describe_counts(list(df.agg(*aggs).collect()[0]), labels, where)
     if not parts:
@@ -280,6 +292,10 @@ def _describe_counts(values: list, labels: list, where: str) -> list[str]:
             n, sample = values.pop(0), values.pop(0)
             if n:
                 parts.append(refusals.unreadable(name, n, sample, typ, where))
+        elif kind == "range":
+            n = values.pop(0)
+            if n:
+                parts.append(refusals.outside(name, typ, n, where))
         else:
             n = values.pop(0)
             if n:

@@ -25,6 +25,13 @@ def connect_address(remote: str, origin: str = "--remote") -> tuple[str, int]:
     return host, int(port) if port else 15002
 
 
+def shown_address(remote: str) -> str:
+    """A Connect address as a message shows it: a token in it is not shown."""
+    import re
+
+    return re.sub(r";token=[^;]*", ";token=…", remote)
+
+
 def _reachable(remote: str, origin: str = "--remote", timeout: float = 10) -> None:
     """A one-line error now, where the Connect client would retry for many
     minutes against a server that is not there."""
@@ -36,29 +43,49 @@ def _reachable(remote: str, origin: str = "--remote", timeout: float = 10) -> No
             return
     except OSError as e:
         reason = e.strerror or type(e).__name__
-    raise CetqlError(f"cannot reach the Spark Connect server at {remote}: {reason.lower()} "
+    raise CetqlError(f"cannot reach the Spark Connect server at {shown_address(remote)}: {reason.lower()} "
                      "(is `cetql serve` or another Connect server running there?)")  # fmt: skip
 
 
-def _connect(remote: str, origin: str = "--remote"):
+def _connect(remote: str, origin: str = "--remote", token_for=None):
+    """A Connect session on `remote`; `token_for(host, port)`: the token a
+    server there takes (a `cetql serve` of this user's), else None."""
     if not (remote.startswith("sc://") or remote.startswith("local")):
         shown = f"{origin} {remote!r}" if origin == "--remote" else f"{origin}={remote!r}"
         raise UsageError(f"unknown Spark Connect address: {shown}; expected sc://host:port (or local[N])")
+    url = remote
     if remote.startswith("sc://"):
         connect_retry_seconds()  # a bad setting is named now, not as a server that cannot be reached
         _reachable(remote, origin)
+        url = with_token(remote, token_for)
     try:
         from pyspark.sql import SparkSession
 
-        spark = SparkSession.builder.remote(remote).getOrCreate()
+        spark = SparkSession.builder.remote(url).getOrCreate()
         if remote.startswith("sc://"):
             _bounded_retries(spark)
     except ImportError as e:
         raise CetqlError(f"Spark Connect needs the pyspark[connect] packages ({e.name} is missing)") from None
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise CetqlError(f"cannot reach the Spark Connect server at {remote}: {first}") from None
+        raise CetqlError(f"cannot reach the Spark Connect server at {shown_address(remote)}: {first}") from None
     return spark
+
+
+def with_token(remote: str, token_for) -> str:
+    """`remote` with the token `token_for(host, port)` gives it, if any and
+    none is given already: pyspark's client sends a token without TLS only
+    to `localhost`, so the address says that name (the same loopback server)."""
+    import re
+
+    if token_for is None or ";token=" in remote or os.environ.get("SPARK_CONNECT_AUTHENTICATE_TOKEN"):
+        return remote
+    host, port = connect_address(remote)
+    token = token_for(host, port)
+    if not token:
+        return remote
+    params = re.sub(r"^sc://[^/]*/?", "", remote).lstrip(";")
+    return f"sc://localhost:{port}/;token={token}" + (f";{params}" if params else "")
 
 
 # How long a Connect client waits for a server it has lost, in all: it

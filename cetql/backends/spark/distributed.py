@@ -28,8 +28,9 @@ action asks for the result: building the DataFrame runs no job.
 from __future__ import annotations
 
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 
+from cetql.backends.spark.arrow import batch_schema
 from cetql.backends.spark.exchange import sorted_groups
 from cetql.backends.spark.exprs import holds, quote
 from cetql.backends.sql.dialects import SPARK
@@ -50,7 +51,7 @@ def _transition(spec: K.DetectSpec) -> K.Transition:
 
 
 def _prefixed(df, prefix: str):
-    return df.select(*[df[f"`{c}`"].alias(prefix + c) for c in df.columns])
+    return df.select(*[df[quote(c)].alias(prefix + c) for c in df.columns])
 
 
 def _pair_condition(spec: K.DetectSpec, p="p_", n="n_"):
@@ -179,7 +180,7 @@ def guarded(plan: PhysicalPlan, spec: K.DetectSpec, ev, sources):
     if not spec.max_trends:
         return sources
     counted = sorted_groups(plan, ev.drop(SRC, SNK))
-    schema = process.guard_schema(spec, to_arrow_schema(counted.schema))
+    schema = process.guard_schema(spec, batch_schema(counted))
     over = counted.mapInArrow(process.guard_fn(spec), from_arrow_schema(schema))
     return sources.join(over, list(spec.columns.group), "left_anti")
 

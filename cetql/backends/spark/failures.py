@@ -18,7 +18,7 @@ from cetql.backends.spark.session import log_path
 from cetql.base.errors import OVERFLOW_MESSAGE, CetqlError
 
 # cetql's own exceptions that a Python worker may raise, by class name.
-_KERNEL_ERRORS = ("TrendLimitExceeded", "AggregateOverflow", "CetqlError")
+_KERNEL_ERRORS = ("TrendLimitExceeded", "AggregateOverflow", "InputChanged", "CetqlError")
 
 
 class JobFailed(CetqlError):

@@ -50,8 +50,10 @@ from cetql.backends.inputs.sources import (  # noqa: F401 - the reader's public 
     from_spark,
     is_path,
 )
+from cetql.backends.inputs.stamps import check_unchanged
 from cetql.backends.inputs.times import ISO, is_utc
 from cetql.backends.spark import times
+from cetql.backends.spark.sql import quote
 from cetql.backends.sql.dialects import SPARK
 from cetql.planner.semantics.schema import TIMESTAMP
 
@@ -70,10 +72,10 @@ def read(spark, source: Source):
             spark.conf.set(NANOS_AS_LONG, "true")
         df = spark.read.parquet(*files)
         naive_ns = {c.name for c in source.columns if c.nanos and c.naive}
-        return zoned(df.select(*[f"`{c.name}`" for c in source.columns]), source.time_zone, naive_ns)
+        return zoned(df.select(*[quote(c.name) for c in source.columns]), source.time_zone, naive_ns)
     if source.format == "csv":
         return _read_csv(spark, source)
-    ddl = ", ".join(f"`{c.name}` string" for c in source.columns)
+    ddl = ", ".join(f"{quote(c.name)} string" for c in source.columns)
     return (
         spark.read.option("mode", "FAILFAST")
         .option("timeZone", source.time_zone)
@@ -88,7 +90,7 @@ def _read_csv(spark, source: Source):
     by_order: dict[tuple[str, ...], list[str]] = {}
     for f, header in zip(source.files, source.headers or [tuple(c.name for c in source.columns)] * len(source.files)):
         by_order.setdefault(header, []).append(f)
-    names = [f"`{c.name}`" for c in source.columns]
+    names = [quote(c.name) for c in source.columns]
     out = None
     for header, files in by_order.items():
         df = (
@@ -98,12 +100,32 @@ def _read_csv(spark, source: Source):
             .option("multiLine", source.multiline)
             .option("escape", '"')  # RFC 4180: a quote inside quotes is doubled; a backslash is a backslash
             .option("timeZone", source.time_zone)
-            .schema(", ".join(f"`{n}` string" for n in header))
+            .schema(", ".join(f"{quote(n)} string" for n in header))
             .csv(files)
             .select(*names)
         )
         out = df if out is None else out.unionByName(df)
     return out
+
+
+def unchanged(df, stamps, label: str):
+    """The input's rows, read only while its files are as the plan was made
+    for them (`inputs.stamps`): checked now, and again by the job that reads
+    them, for each file a batch of rows comes from — Spark lists the files
+    when the DataFrame is made, and would read one rewritten since with the
+    old listing and columns."""
+    check_unchanged(stamps, label)
+    if not stamps:
+        return df
+    import pandas as pd  # start-up cost: pandas loads only where a file input is read
+    from pyspark.sql import functions as F
+
+    def as_planned(paths):
+        check_unchanged(stamps, label, paths.unique())
+        return pd.Series(True, index=paths.index)
+
+    as_planned.__annotations__ = {"paths": pd.Series, "return": pd.Series}  # a Series → Series pandas UDF
+    return df.filter(F.pandas_udf(as_planned, "boolean")(F.input_file_name()))
 
 
 def zoned(df, time_zone: str, naive_ns=frozenset()):
@@ -118,7 +140,7 @@ def zoned(df, time_zone: str, naive_ns=frozenset()):
         return df
     out = []
     for field in df.schema.fields:
-        col = F.col(f"`{field.name}`")
+        col = F.col(quote(field.name))
         if field.dataType.simpleString() == "timestamp_ntz":
             col = times.ntz_instant(col, time_zone).alias(field.name)
         elif field.name in naive_ns:
@@ -143,7 +165,7 @@ def as_nanoseconds(df, source: Source | None, names: set[str]):
     if source.text:  # the cast reads the text to the nanosecond
         columns = tuple(replace(c, nanos=True) if c.name in change else c for c in source.columns)
         return df, replace(source, columns=columns)
-    df = df.select(*[times.epoch_nanos(F.col(f"`{c}`"), False).alias(c) if c in change else F.col(f"`{c}`")
+    df = df.select(*[times.epoch_nanos(F.col(quote(c)), False).alias(c) if c in change else F.col(quote(c))
                      for c in df.columns])  # fmt: skip
     columns = tuple(replace(c, type="bigint", nanos=True) if c.name in change else c for c in source.columns)
     return df, replace(source, columns=columns)
@@ -156,7 +178,7 @@ def cast_column(source: Source, name: str):
     from pyspark.sql import functions as F
 
     col = next(c for c in source.columns if c.name == name)
-    raw = F.col(f"`{name}`")
+    raw = F.col(quote(name))
     if not source.text or col.type in ("string", "nested"):
         return raw, F.lit(False)
     if col.type == "timestamp":

@@ -25,7 +25,7 @@ import os
 import sys
 
 from cetql.backends.spark.archive import class_archive
-from cetql.backends.spark.connect import _connect
+from cetql.backends.spark.connect import _connect, shown_address
 from cetql.base.errors import CetqlError, UsageError
 from cetql.base.places import cache_dir, log_path  # noqa: F401 - also the session's names for them
 
@@ -74,9 +74,10 @@ def _check_master(master: str, *, hint: str = " (for Spark Connect, use --remote
 
 
 def get_spark(master: str | None = None, *, remote: str | None = None, verbose: bool = False,
-              shuffle_partitions: int | None = None, time_zone: str = "UTC"):  # fmt: skip
+              shuffle_partitions: int | None = None, time_zone: str = "UTC", token_for=None):  # fmt: skip
     """A Spark session: Connect when `remote` (or SPARK_REMOTE without a
-    master) is given, the active session when no master is, else a new one.
+    master) is given (with the token `token_for(host, port)` gives a server
+    there: `serve.state.token_for`), the active session when no master is, else a new one.
     A session cetql starts has `time_zone` as its session time zone (the
     reader names its zone to Spark itself, so the active session's own zone
     never changes what an input means)."""
@@ -92,8 +93,8 @@ def get_spark(master: str | None = None, *, remote: str | None = None, verbose: 
         remote = os.environ.get("SPARK_REMOTE") or None
         origin = "SPARK_REMOTE"
     if remote is not None:
-        spark = _connect(remote, origin)
-        _set_time_zone(spark, time_zone)
+        spark = _connect(remote, origin, token_for)
+        _set_time_zone(spark, time_zone, remote)
         return spark
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
@@ -190,9 +191,15 @@ def _quiet_query_loggers(verbose: bool) -> None:
         logger.propagate = False
 
 
-def _set_time_zone(spark, time_zone: str) -> None:
+def _set_time_zone(spark, time_zone: str, remote: str) -> None:
+    """The session's zone: the first call to the server, so also where a server that wants a token says so."""
     try:
         spark.conf.set("spark.sql.session.timeZone", time_zone)
     except Exception as e:  # noqa: BLE001 - a server that refuses it: say so, in one line
+        if "UNAUTHENTICATED" in str(e):
+            raise CetqlError(f"the Spark Connect server at {shown_address(remote)} refused this client: it takes "
+                             "only clients that send its token (a `cetql serve` of yours: run with the "
+                             "XDG_RUNTIME_DIR it runs with; another server: add ;token=… to the address; "
+                             "docs/security.md)") from None  # fmt: skip
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CetqlError(f"the Spark Connect server refused the time zone {time_zone}: {first}") from None

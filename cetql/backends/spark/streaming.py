@@ -37,11 +37,13 @@ from fractions import Fraction
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.streaming.stateful_processor import StatefulProcessor
 
 from cetql.backends.spark import compiler as C
 from cetql.backends.spark import reader
+from cetql.backends.spark.arrow import batch_schema
+from cetql.backends.spark.sql import quote
 from cetql.base.errors import UsageError
 from cetql.kernels import process
 from cetql.kernels import stream as S
@@ -68,10 +70,10 @@ def read_stream(spark, source: reader.Source, path: str) -> DataFrame:
     if source.format == "parquet":
         if any(c.nanos for c in source.columns):
             spark.conf.set(reader.NANOS_AS_LONG, "true")
-        ddl = ", ".join(f"`{c.name}` {c.type}" for c in source.columns)
+        ddl = ", ".join(f"{quote(c.name)} {c.type}" for c in source.columns)
         naive_ns = {c.name for c in source.columns if c.nanos and c.naive}
         return reader.zoned(stream.schema(ddl).parquet(path), source.time_zone, naive_ns)
-    ddl = ", ".join(f"`{c.name}` string" for c in source.columns)
+    ddl = ", ".join(f"{quote(c.name)} string" for c in source.columns)
     stream = stream.option("timeZone", source.time_zone)
     if source.format == "csv":
         return (
@@ -135,8 +137,8 @@ def stateful(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     """The operator over the kernel input, and the batch's output columns."""
     spec = stream_spec(plan)
     group = list(plan.stream.key)
-    arrow = to_arrow_schema(df.schema)
-    packed_schema = from_arrow_schema(to_arrow_schema(df.select(*group).schema).append(_blob()))
+    arrow = batch_schema(df)
+    packed_schema = from_arrow_schema(batch_schema(df.select(*group)).append(_blob()))
     packed = df.mapInArrow(S.pack_fn(group), packed_schema)
     answered = packed.groupBy(*group).transformWithStateInPandas(
         statefulProcessor=WindowsProcessor(spec), outputStructType=OPERATOR_OUTPUT, outputMode="Append",
@@ -167,7 +169,7 @@ def _output(plan: PhysicalPlan, rows: DataFrame) -> DataFrame:
         cols += [F.col("events"), F.col("length")] + ([F.col("rows")] if plan.root.with_rows else [])
     else:
         cols += [F.col(k.column).alias(k.attr) for k in keys if k.output is not None]
-        cols += [F.col(f"`{t.name}`") for t in plan.root.targets]
+        cols += [F.col(quote(t.name)) for t in plan.root.targets]
     return rows.select(*cols)
 
 

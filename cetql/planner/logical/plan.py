@@ -20,7 +20,7 @@ from cetql.base.options import Algorithm, Completeness, Index, RunOptions, Shari
 from cetql.language.units import UNIT_ALIASES, UNIT_SECONDS
 from cetql.planner.semantics import ir
 from cetql.planner.semantics.schema import Schema
-from cetql.planner.semantics.sources import Source
+from cetql.planner.semantics.sources import FileStamp, Source
 from cetql.planner.semantics.template import Template
 
 T = TypeVar("T")
@@ -95,6 +95,7 @@ class InputFacts:
     nanos: bool = False  # a timestamp column with nanoseconds (read as epoch nanoseconds)
     streaming: bool = False  # a stream (DataFrame.isStreaming; `cetql run --stream`)
     source: Source | None = None  # local files as the one reader described them (None: a table or DataFrame)
+    stamps: tuple[FileStamp, ...] = ()  # each file as it was when the plan was made (none: not files)
 
 
 class LateEvents(StrEnum):
@@ -114,8 +115,8 @@ class Delay:
     unit: str | None = None
 
     @classmethod
-    def parse(cls, text) -> Delay:
-        """'10 minutes', '30s', 100 (None: 0)."""
+    def parse(cls, text, what: str = "watermark delay") -> Delay:
+        """'10 minutes', '30s', 100 (None: 0); `what` names it in the message."""
         if text is None:
             return cls()
 
@@ -130,7 +131,7 @@ class Delay:
         except (InvalidOperation, KeyError, IndexError):
             ok = False
         if not ok:
-            raise UsageError(f"watermark delay {text!r} is not a duration such as '10 minutes', '30 s' or 100")
+            raise UsageError(f"{what} {text!r} is not a duration of zero or more, such as '10 minutes', '30 s' or 100")
         return cls(amount, unit)
 
     def millis(self, ms_per_unit: Decimal) -> int:

@@ -39,6 +39,7 @@ from cetql.planner.physical.plan import (
     WindowKeys,
     Windows,
 )
+from cetql.planner.physical.ranges import time_range
 from cetql.planner.semantics import ir
 from cetql.planner.semantics.template import Template
 
@@ -72,7 +73,8 @@ def physical(logical: L.LogicalPlan) -> PhysicalPlan:
         phys_root = Aggregate(root.trends, template, (), _targets(root, logical.query, names, derived),
                               root.algorithm.choice, root.complete.choice if root.complete else K.PER_STATE,
                               logical.options.kernel, root.numbers.choice, logical.find(L.Windows).propagate)  # fmt: skip
-    phys_root = replace(phys_root, derived=tuple(Derived(c, e) for c, e in derived.items()))
+    phys_root = replace(phys_root, derived=tuple(Derived(c, e) for c, e in derived.items()),
+                        compiled=logical.options.compiled)  # fmt: skip
     scan = _scan(logical, names, filt, partition, phys_root)
     stream = _stateful(logical, names, windows, partition)
     return PhysicalPlan(logical, names, scan, filt, windows, partition, phys_root, _assumed(logical), stream)
@@ -116,7 +118,9 @@ def _cast(kind: TimeKind, f: L.InputFacts) -> TimeCast:
 def _scan(logical: L.LogicalPlan, names: Names, filt: Filter, part: Partition, root) -> Scan:
     op = logical.find(L.Scan)
     kind = time_kind(op.inputs)
-    inputs = tuple(ScanInput(f.type_name, f.label, _cast(kind, f), f.text) for f in op.inputs.each)
+    stamped = not op.inputs.streaming  # a stream's folder receives files: its files are not the plan's
+    inputs = tuple(ScanInput(f.type_name, f.label, _cast(kind, f), f.text, f.stamps if stamped else ())
+                   for f in op.inputs.each)  # fmt: skip
     checked = [op.time_col] + ([op.id_col] if op.id_col else [])
     exprs = [filt.constant, *(m.definition for m in filt.masks), *(d.definition for d in root.derived)]
     for e in exprs:
@@ -196,8 +200,10 @@ def _windows(logical: L.LogicalPlan) -> Windows:
         bounds = Bounds.INTEGER
     arithmetic = Arithmetic.INTEGER if integer else Arithmetic.DECIMAL
     exact = (lambda d: int(d)) if integer else (lambda d: d.normalize())
+    times = time_range(kind.value, None if integer else max(places, time_scale),
+                       places if bounds == Bounds.DECIMAL else None, exact(length), exact(slide))  # fmt: skip
     return Windows(arithmetic, exact(length), exact(slide), max(places, time_scale), bounds, places, w.copies,
-                   op.sharing.choice, op.block)  # fmt: skip
+                   op.sharing.choice, op.block, times)  # fmt: skip
 
 
 # ---------------------------------------------------------------- Partition

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 
-from cetql.base.options import Algorithm, Completeness, Engine, Exact, Kernel, Sharing, Strategy, TrendSet
+from cetql.base.options import Algorithm, Compiled, Completeness, Engine, Exact, Kernel, Sharing, Strategy, TrendSet
 from cetql.kernels import spec as K
-from cetql.planner.logical.plan import InvalidRows, LateEvents, LogicalPlan, Numbers, Prefilter
+from cetql.planner.logical.plan import FileStamp, InvalidRows, LateEvents, LogicalPlan, Numbers, Prefilter
+from cetql.planner.physical.ranges import TimeRange
 
 
 class TimeKind(StrEnum):
@@ -136,6 +137,7 @@ class ScanInput:
     label: str
     time_cast: TimeCast
     text: bool  # read as text and cast by the reader
+    stamps: tuple[FileStamp, ...] = ()  # its files as planned: reading them refuses a file changed since
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,7 @@ class Windows:
     per_event: int  # the most windows an event falls in
     sharing: Sharing | None  # None: tumbling
     block: int  # blocks: windows per block (0: each window its own group)
+    times: TimeRange | None = None  # the internal times these windows are exact for; others are invalid rows
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,7 @@ class Detect:
     shared_graph: bool
     with_rows: bool
     prefilter: Prefilter | None  # the distributed strategy
+    compiled: Compiled = Compiled.AUTO  # where the kernels' compiled loops run (`kernels.select`)
 
 
 @dataclass(frozen=True)
@@ -243,6 +247,7 @@ class Aggregate:
     kernel: Kernel
     numbers: Numbers
     propagate: bool
+    compiled: Compiled = Compiled.AUTO  # where the kernels' compiled loops run (`kernels.select`)
 
     @property
     def approx(self) -> bool:

@@ -4,8 +4,10 @@ what the kernel receives — every fact `kernel.kernel_spec` reads."""
 
 from __future__ import annotations
 
-from cetql.base.options import Strategy
+from cetql.base.options import Engine, Strategy
+from cetql.kernels import select
 from cetql.kernels import spec as K
+from cetql.planner.physical.kernel import kernel_spec
 from cetql.planner.physical.plan import Arithmetic, Detect, PhysicalPlan, TimeCast, WindowKeys
 
 
@@ -65,6 +67,8 @@ def _windows(p: PhysicalPlan) -> list[str]:
     lines = [f"{how}: {p.names.window} from floor(({t} - {w.length}) / {w.slide}) + 1 to floor({t} / {w.slide})",
              f"bounds {w.bounds.value}: [k * {w.slide}, k * {w.slide} + {w.length}); up to {w.per_event} window(s) "
              "an event"]  # fmt: skip
+    if w.times is not None:
+        lines.append(f"times {w.times.text}; a time outside is an invalid row")
     if w.sharing is None:
         lines.append("tumbling: one window an event")
     elif w.block:
@@ -80,6 +84,9 @@ def _partition(p: PhysicalPlan) -> list[str]:
     if p.stream is not None:  # Spark's stateful shuffle: its partitions are the checkpoint's
         lines = [f"hash({', '.join(part.group)}) into the stream's state partitions (spark.sql.shuffle.partitions, "
                  "kept by the checkpoint): a key per value"]  # fmt: skip
+    elif p.engine.engine == Engine.EMBEDDED:
+        lines = [f"sorted by ({', '.join(part.group)}, {p.names.time}, {p.names.id}) in DuckDB, cut at window "
+                 "boundaries into a slice a core: a kernel group per value of the first"]  # fmt: skip
     else:
         lines = [f"hash({', '.join(part.group)}) into {part.partitions} partitions, each sorted by "
                  f"({', '.join(part.group)}, {p.names.time}, {p.names.id}): a kernel group per value of the first"]
@@ -130,6 +137,8 @@ def _root(p: PhysicalPlan) -> tuple[str, list[str]]:
         elif r.strategy == Strategy.DISTRIBUTED:
             head = (f"distributed: pre-filter {r.prefilter.value}, then one recursive query extends paths by a join "
                     "per round")  # fmt: skip
+        elif p.engine.engine == Engine.EMBEDDED:
+            head = "local: one kernel call a slice (a thread each), groups walked one by one"
         else:
             head = "local: mapInArrow, one kernel call per partition, groups walked one by one"
         lines.insert(0, f"{r.trend_set.value} trends; guard {r.max_trends:,} a (window, group) (0: none)")
@@ -138,7 +147,9 @@ def _root(p: PhysicalPlan) -> tuple[str, list[str]]:
             lines.insert(1, f"stores up to {edges} a group, output batches of {r.batch_events:,} event ids; "
                          f"shared graph {'yes' if r.shared_graph else 'no'}; rows {'yes' if r.with_rows else 'no'}")  # fmt: skip
         return head, lines + _template(r.template)
-    call = "one kernel call a key when its timer fires" if p.stream is not None else "mapInArrow, one kernel call per partition"
+    call = ("one kernel call a key when its timer fires" if p.stream is not None
+            else "one kernel call a slice (a thread each)" if p.engine.engine == Engine.EMBEDDED
+            else "mapInArrow, one kernel call per partition")  # fmt: skip
     head = f"{r.algorithm.value}: {call}; {r.trend_set.value} trends"
     lines.insert(0, "aggregates: " + ", ".join(f"{t.name} ({t.func}{' of ' + t.state if t.state else ''}"
                                                  f"{', ' + t.value if t.value else ''}; {t.kind})" for t in r.targets))  # fmt: skip
@@ -159,4 +170,6 @@ def physical_lines(p: PhysicalPlan) -> list[str]:
         _op(out, "Stateful", *_stateful(p))
     head, lines = _root(p)
     _op(out, "Detect" if isinstance(p.root, Detect) else "Aggregate", head, *lines)
+    if not (isinstance(p.root, Detect) and p.root.strategy == Strategy.DISTRIBUTED):
+        _op(out, "Kernel", select.describe(kernel_spec(p)))
     return out

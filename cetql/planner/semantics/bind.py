@@ -19,7 +19,7 @@ from cetql.language.units import UNIT_SECONDS
 from cetql.planner.semantics import ir
 from cetql.planner.semantics.classify import classify, conjuncts, implied_equivalences
 from cetql.planner.semantics.parameters import INT64, check_given, check_params, number_range_error
-from cetql.planner.semantics.schema import BOOLEAN, NUMERIC, OTHER, STRING, TIMESTAMP, Schema
+from cetql.planner.semantics.schema import BOOLEAN, NUMERIC, OTHER, STRING, TIMESTAMP, Schema, check_aggregable
 from cetql.planner.semantics.template import Position, build_template, position_names
 
 
@@ -326,10 +326,7 @@ def _aggregate(agg: A.Aggregate, positions, checker: _Checker) -> ir.AggregateRe
             f"{name} aggregates over a negated sub-pattern, whose events are in no trend", agg.arg.pos
         )
     if isinstance(agg.arg, A.Attr):
-        cls = checker.attr(agg.arg)
-        if agg.func in ("SUM", "AVG") and cls not in (NUMERIC, OTHER):
-            raise QuerySemanticError(
-                f"{agg.func}({attr_to_text(agg.arg)}) needs a numeric attribute, but it is a {cls}", agg.arg.pos
-            )
+        check_aggregable(agg, checker.attr(agg.arg), checker.schema)
         return ir.AggregateRef(agg.func, var, agg.arg.attr, name, agg.pos)
     return ir.AggregateRef(agg.func, var, None, name, pos=agg.pos)
+

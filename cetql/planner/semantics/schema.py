@@ -1,13 +1,16 @@
 """Column types as the planner sees them, from a DDL string (`compile
---schema`).  Inputs are described by the one reader (`planner.spark.reader`,
-which `compile --input` and `run` share), never here."""
+--schema`), and the classes each aggregate of an attribute is defined on.
+Inputs are described by the one reader (`backends.inputs.sources`, which
+`compile --input` and `run` share), never here."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from cetql.base.errors import SchemaError
+from cetql.base.errors import QuerySemanticError, SchemaError
+from cetql.language import ast as A
+from cetql.language.printer import aggregate_to_text
 
 # Type classes the planner reasons about.
 NUMERIC, STRING, TIMESTAMP, BOOLEAN, OTHER = "numeric", "string", "timestamp", "boolean", "other"
@@ -58,3 +61,28 @@ def parse_ddl(text: str) -> Schema:
             raise SchemaError(f"unknown column type '{typ}' for '{name}'; known types: {known}")
         cols.append((name, _DDL_TYPES[typ], typ + (m.group(3) or "").replace(" ", "")))
     return Schema(tuple(cols))
+
+
+# The column classes each aggregate of an attribute is defined on.  Their
+# results are numbers (SUM: DECIMAL or DOUBLE; AVG, MIN, MAX: DOUBLE), so
+# each takes a numeric column; text, times and booleans are refused when the
+# input's schema is known (OTHER: a type not known, e.g. no schema given).
+AGGREGABLE = {"SUM": (NUMERIC,), "AVG": (NUMERIC,), "MIN": (NUMERIC,), "MAX": (NUMERIC,)}
+
+
+def check_aggregable(agg: A.Aggregate, cls: str, schema: Schema | None) -> None:
+    """Refuse an aggregate over a column of a class it is not defined on,
+    naming the column and its type."""
+    if cls == OTHER or cls in AGGREGABLE[agg.func]:
+        return
+    written = schema.lookup(agg.arg.attr)[1]
+    typed = written if written.lower() == cls else f"{written} ({cls})"
+    result = "a DOUBLE" if agg.func != "SUM" else "a number"
+    hint = {TIMESTAMP: "; aggregate a numeric column of the times (e.g. epoch seconds) instead",
+            BOOLEAN: "; aggregate a numeric column (1 for true, 0 for false) instead"}.get(cls, "")  # fmt: skip
+    raise QuerySemanticError(
+        f"{aggregate_to_text(agg)} is not defined on column '{agg.arg.attr}' of type {typed}: "
+        f"{agg.func} takes a numeric column (its result is {result}){hint}",
+        agg.arg.pos,
+    )
+

@@ -11,6 +11,16 @@ from cetql.planner.semantics.schema import BOOLEAN, NUMERIC, OTHER, STRING, TIME
 
 
 @dataclass(frozen=True)
+class FileStamp:
+    """A file as the plan was made for it: read later, it must still be so
+    (`backends.inputs.stamps`)."""
+
+    path: str
+    size: int  # bytes
+    mtime_ns: int  # modification time, nanoseconds since the epoch
+
+
+@dataclass(frozen=True)
 class Column:
     name: str
     type: str  # Spark type: bigint, double, decimal(p,s), string, timestamp, boolean, date, …
@@ -37,6 +47,7 @@ class Source:
     size: int = 0  # bytes: on disk for text, the columns uncompressed for Parquet (its footers)
     rows: int | None = None  # Parquet: from the footers (text: not known without reading)
     arrow: tuple[tuple[str, str], ...] = ()  # Parquet: (column, Arrow type as pyarrow prints it)
+    stamps: tuple[FileStamp, ...] = ()  # each file's size and time when described (`stamps`)
 
     @property
     def schema(self) -> Schema:

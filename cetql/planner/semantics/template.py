@@ -16,15 +16,13 @@ its own template plus the positive positions just before it (`previous`) and
 just after it (`following`); an empty side means the negation is anchored to
 the window's start or end.
 
-Everything here is frozen; `Template.graph()` is the networkx view used for
-the ambiguity check (and for drawing).
+Everything here is frozen; `reachable` is the one graph walk (adjacency,
+required positions, the ambiguity check).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import networkx as nx
 
 from cetql.base.errors import QuerySemanticError
 from cetql.language import ast as A
@@ -109,11 +107,10 @@ class Template:
         """a → b is a transition and no longer path leads from a to b:
         whenever both are in a trend they are consecutive (in SEQ(A, B?, C),
         A and C are not)."""
-        if not self.adjacent(a, b):
+        if not self.adjacent(a, b) or a == b:
             return False
-        g = self.graph()
-        g.remove_edge(a, b)
-        return not nx.has_path(g, a, b)
+        edges = [(p, q) for p, q, _ in self.transitions if (p, q) != (a, b)]
+        return b not in reachable(edges, {a}, first_step=True)
 
     @property
     def fixed_length(self) -> bool:
@@ -133,12 +130,11 @@ class Template:
 
     def required(self, name: str) -> bool:
         """Does every trend bind position `name` (no START → END path avoids it)?"""
-        g = self.graph()
-        g.remove_node(name)
         starts, ends = self.start - {name}, self.end - {name}
         if starts & ends:
             return False
-        return not any(nx.has_path(g, s, e) for s in starts for e in ends)
+        edges = [(p, q) for p, q, _ in self.transitions if name not in (p, q)]
+        return not (reachable(edges, starts) & ends)
 
     @property
     def single_kleene(self) -> Position | None:
@@ -148,15 +144,6 @@ class Template:
         return None
 
     # ------------------------------------------------------------ graphs
-
-    def graph(self) -> nx.DiGraph:
-        """The template as a networkx DiGraph (states with type/var/role)."""
-        g = nx.DiGraph()
-        for p in self.positions:
-            g.add_node(p.name, type=p.type, var=p.var, role=self.role(p.name), repeated=p.repeated)
-        for p, q, labels in self.transitions:
-            g.add_edge(p, q, label="/".join(sorted(labels)))
-        return g
 
     def ambiguity(self, same_letter) -> tuple[str, ...] | None:
         """A witness that some event sequence is matched by two different runs,
@@ -168,32 +155,33 @@ class Template:
         a pair of start states to a pair of end states through a pair of
         different states."""
         names = self.names
-        pg = nx.DiGraph()
-        starts = [(p, q) for p in self.start for q in self.start if same_letter(p, q)]
+        starts = {(p, q) for p in self.start for q in self.start if same_letter(p, q)}
         ends = {(p, q) for p in self.end for q in self.end}
-        todo = list(starts)
-        pg.add_nodes_from(starts)
         succ = {n: [q for p, q, _ in self.transitions if p == n] for n in names}
-        while todo:
-            a, b = todo.pop()
-            for a2 in succ[a]:
-                for b2 in succ[b]:
-                    if not same_letter(a2, b2):
-                        continue
-                    if (a2, b2) not in pg:
-                        todo.append((a2, b2))
-                    pg.add_edge((a, b), (a2, b2))
-        useful = set()
-        for e in ends & set(pg.nodes):
-            useful |= nx.ancestors(pg, e) | {e}
-        reach = set()
-        for s in starts:
-            if s in pg:
-                reach |= nx.descendants(pg, s) | {s}
+        pairs = [((a, b), (a2, b2)) for a in names for b in names for a2 in succ[a] for b2 in succ[b]
+                 if same_letter(a2, b2)]  # fmt: skip
+        reach = reachable(pairs, starts)  # the product's pairs a run of two reaches
+        useful = reachable([(q, p) for p, q in pairs], ends & reach)  # … and from which an end is reached
         for a, b in sorted(useful & reach):
             if a != b:
                 return (a, b)
         return None
+
+
+def reachable(edges, starts, *, first_step: bool = False) -> set:
+    """The nodes a path of `edges` leads to from `starts` (the starts
+    included, unless `first_step`: then only nodes at least one step away)."""
+    succ: dict = {}
+    for p, q in edges:
+        succ.setdefault(p, []).append(q)
+    todo = [q for s in starts for q in succ.get(s, ())] if first_step else list(starts)
+    seen = set(todo)
+    while todo:
+        for q in succ.get(todo.pop(), ()):
+            if q not in seen:
+                seen.add(q)
+                todo.append(q)
+    return seen
 
 
 # -------------------------------------------------------------- positions

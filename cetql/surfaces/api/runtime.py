@@ -27,6 +27,7 @@ from cetql.planner.physical.kernel import kernel_spec
 from cetql.planner.physical.plan import PhysicalPlan
 from cetql.planner.planning import plan
 from cetql.surfaces.api.engines import OFFERED
+from cetql.surfaces.serve.state import token_for
 
 
 @dataclass
@@ -64,7 +65,7 @@ class Execution:
 
 
 def execute(compiled, data, typed: dict, *, spark, options, watermark=None) -> Execution:
-    spark = spark or get_spark()
+    spark = spark or get_spark(token_for=token_for)
     inputs = resolve(spark, data, typed, options.time_zone)
     known = describe_inputs(inputs, options.time_col)
     if watermark is not None and not known.streaming:
@@ -163,6 +164,7 @@ def describe_inputs(inputs: dict[str | None, Input], time_col: str) -> Inputs:
                 inp.source is not None and any(c.nanos and c.name == time_col for c in inp.source.columns),
                 inp.source.name if inp.source is not None else "a DataFrame",
                 inp.source is not None and inp.source.text,
+                inp.source,  # its files as described: the stamps a read checks
             )
             for name, inp in inputs.items()
         },

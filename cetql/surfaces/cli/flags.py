@@ -23,6 +23,7 @@ def run_options(args) -> RunOptions:
         "approx": getattr(args, "approx", False),
         "exact": getattr(args, "exact", None),
         "kernel": getattr(args, "kernel", None),
+        "compiled": getattr(args, "compiled", None),
         "with_rows": getattr(args, "with_rows", False),
         "time_col": args.time_col,
         "time_unit": getattr(args, "time_unit", None),
@@ -82,9 +83,9 @@ def _common(p) -> None:
                    help="sliding windows: copy each event into every window, or into blocks of windows "
                         "(default: chosen by the plan)")  # fmt: skip
     p.add_argument("--with-rows", action="store_true", help="detection: add the events' input rows to each trend")
-    p.add_argument("--max-trends", type=int, metavar="N",
+    p.add_argument("--max-trends", metavar="N",
                    help="detection: refuse a (window, group) with more than N trends (default 10,000,000; 0: no limit)")
-    p.add_argument("--max-windows", type=int, metavar="N",
+    p.add_argument("--max-windows", metavar="N",
                    help="refuse WITHIN/SLIDE that put an event in more than N windows (default 100,000; 0: no limit)")
     p.add_argument("--memory-budget", metavar="SIZE",
                    help="detection: what one task may hold beyond its group's events, e.g. 256m or 2g: its graph's "
@@ -93,6 +94,9 @@ def _common(p) -> None:
     p.add_argument("--approx", action="store_true", help="aggregation: DOUBLE instead of exact numbers (as APPROX)")
     p.add_argument("--exact", choices=["decimal", "string"],
                    help="aggregation: exact numbers as DECIMAL(38,s) (default; larger is an error) or as text")
+    p.add_argument("--compiled", choices=["auto", "always", "never"],
+                   help="the kernels' compiled loops (numba), for the shapes they cover: auto (default: tasks of 4,096 "
+                        "rows or more), always, or never (the reference kernels); --explain's Kernel line says which")  # fmt: skip
     p.add_argument("--kernel", choices=["index", "scan"],
                    help="aggregation: the attribute index (default) or GRETA's O(n^2) predecessor scan, to compare")
     p.add_argument("--engine", choices=ENGINES,

@@ -1,19 +1,27 @@
 """The `cetql` command's first step: a `cetql run` that a running `cetql
 serve` of this Python and cetql can take is handed to it, whole, before
-this process imports the compiler.
+this process imports the compiler.  Only a serve of this user's is
+trusted with a run, its streams and its environment (docs/security.md):
+its state folder, state file and socket owned by this user and writable by
+no one else, the process on the socket's other end running as this user
+(`state.connect_runner`); anything else is ignored, with one line of
+warning, and the run goes on here.
 
 The serve's process keeps the compiler, the kernels and their compiled
 loops loaded; for each run it forks a child that takes this process's
 standard input, output and error (passed over a Unix socket), its working
-folder and its environment, and runs the command as `cetql.cli.main` would
-— only if the plan runs in process (`--engine`, `physical.engine`): a plan
-for Spark comes back undone (`NOT_HERE`) and runs here as usual (on the
+folder and the part of its environment a run reads (`state.HANDED_ENV`),
+and runs the command as `cetql.cli.main` would — only if the plan runs in
+process (`--engine`, `physical.engine`): a plan for Spark comes back undone (`NOT_HERE`) and runs here as usual (on the
 serve's Spark Connect server, unless --no-serve).  Ctrl-C and SIGTERM here
 are passed on to the child; if this process dies, the child is stopped.
 
-Not handed over: other commands, `--no-serve`, `--master`, `--remote`,
-`SPARK_REMOTE`, `CETQL_ENGINE=spark`, `--stream`, `--help`, a query read from standard input
-(`-`: a plan for Spark would come back with the query read).  Standard library and the serve's state (`serve.state`) only: this module
+Where a run runs is the planner's decision alone: a run that asks for Spark
+(`--engine spark`, `--master`, …) is handed over like any other and comes
+back undone.  Not handed over: other commands, `--no-serve`, `--stream`,
+`--help`, a run under `SPARK_REMOTE` (the variable, which may carry a
+token, is not handed to the serve), a query read from standard input (`-`:
+a plan for Spark would come back with the query read).  Standard library and the serve's state (`serve.state`) only: this module
 runs before anything else of cetql is imported.
 """
 
@@ -25,9 +33,9 @@ import signal
 import socket
 import sys
 
-from cetql.surfaces.serve.state import NOT_HERE, runner_socket
+from cetql.surfaces.serve.state import NOT_HERE, connect_runner, handed_env, runner_socket
 
-_SPARK_FLAGS = ("--no-serve", "--master", "--remote", "--stream", "--help", "-h")
+_KEPT_FLAGS = ("--no-serve", "--stream", "--help", "-h")
 
 
 def main() -> int:
@@ -43,7 +51,7 @@ def main() -> int:
 
 
 def _may_hand_over(argv: list[str]) -> bool:
-    if not argv or argv[0] != "run" or os.environ.get("SPARK_REMOTE") or os.environ.get("CETQL_ENGINE") == "spark":
+    if not argv or argv[0] != "run" or os.environ.get("SPARK_REMOTE"):
         return False
     if any(s is None for s in (sys.stdin, sys.stdout, sys.stderr)):  # a closed standard stream: nothing to pass
         return False
@@ -51,7 +59,7 @@ def _may_hand_over(argv: list[str]) -> bool:
         name = a.split("=", 1)[0]
         if a == "-h":
             return False
-        if len(name) > 2 and name.startswith("--") and any(f.startswith(name) for f in _SPARK_FLAGS):
+        if len(name) > 2 and name.startswith("--") and any(f.startswith(name) for f in _KEPT_FLAGS):
             return False  # the flag, or an abbreviation argparse reads as it
         if a == "-" or a.startswith(("/dev/", "/proc/")) or _special(a):
             return False  # read once (standard input, a pipe), or only this process's (/dev/fd/N)
@@ -73,14 +81,14 @@ def handed_over(argv: list[str]) -> int | None:
     """The exit status of the run as the serve's child ran it, or None when
     it did not (no serve, it refused, or the plan runs on Spark)."""
     path = runner_socket()
-    if path is None:
+    conn = connect_runner(path) if path is not None else None
+    if conn is None:
         return None
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        conn.connect(str(path))
         mask = os.umask(0o022)
         os.umask(mask)
-        request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": mask}).encode()
+        env = handed_env(os.environ)
+        request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": env, "umask": mask}).encode()
         fds = [sys.stdin.fileno(), sys.stdout.fileno(), sys.stderr.fileno()]
         socket.send_fds(conn, [len(request).to_bytes(8, "big") + request], fds)
     except (OSError, ValueError):  # gone, or no standard streams to pass

@@ -27,6 +27,7 @@ from cetql.base.options import OutputMode
 from cetql.base.version import VERSION as __version__
 from cetql.surfaces.cli.compile import cmd_compile
 from cetql.surfaces.cli.flags import _common
+from cetql.surfaces.cli.numbers import check_numbers
 from cetql.surfaces.cli.parsing import Parser, parse
 from cetql.surfaces.cli.run import EXIT_CANCELLED, cmd_run
 from cetql.surfaces.cli.said import cancel as _cancel
@@ -36,9 +37,6 @@ from cetql.surfaces.repl import command as repl
 from cetql.surfaces.serve import server as serve
 
 EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`
-
-
-MAX_LIMIT = 2**31 - 1  # Spark's limit is a 32-bit number
 
 
 def build_parser() -> Parser:
@@ -70,7 +68,7 @@ def build_parser() -> Parser:
                         "csv (when piped) or json")  # fmt: skip
     r.add_argument("--mode", choices=[m.value for m in OutputMode], default=OutputMode.ERROR.value,
                    help="if --output exists: error (default), overwrite, append or ignore")
-    r.add_argument("--limit", type=int,
+    r.add_argument("--limit",
                    help="rows to print without --output (default: 20 on a terminal, all otherwise; 0: all)")
     r.add_argument("--show", metavar="ATTR,…", help="print each trend as the chain of these attributes' values")
     r.add_argument("--master", help="Spark master URL (default: the active session, else local[*])")
@@ -78,7 +76,7 @@ def build_parser() -> Parser:
     r.add_argument("--no-serve", action="store_true",
                    help="start a local Spark even where a `cetql serve` of this Python and cetql runs on this "
                         "machine (by default the query is sent to it)")  # fmt: skip
-    r.add_argument("--partitions", type=int, help="Spark partitions for the kernels (default: shuffle partitions)")
+    r.add_argument("--partitions", help="Spark partitions for the kernels (default: shuffle partitions)")
     r.add_argument("--verbose", action="store_true", help="let Spark's own log reach the terminal")
     s = r.add_argument_group("streams (--stream)")
     s.add_argument("--stream", action="store_true",
@@ -91,7 +89,7 @@ def build_parser() -> Parser:
                         "(a bare number: the time column's units; default 0); later events are counted and dropped")
     s.add_argument("--trigger", metavar="INTERVAL",
                    help="start a micro-batch every INTERVAL, e.g. '10 seconds' (default: as soon as files arrive)")
-    s.add_argument("--until-idle", type=float, metavar="SECONDS", help="stop after SECONDS without new input")
+    s.add_argument("--until-idle", metavar="SECONDS", help="stop after SECONDS without new input")
     r.set_defaults(func=cmd_run)
 
     repl.add_parser(sub)
@@ -99,13 +97,6 @@ def build_parser() -> Parser:
     draw.add_parser(sub)
     serve.add_parser(sub, main)
     return parser
-
-
-def _check_limit(limit: int | None) -> None:
-    if limit is not None and limit < 0:
-        raise UsageError("--limit must be zero (all rows) or positive")
-    if limit is not None and limit > MAX_LIMIT:
-        raise UsageError(f"--limit must be at most {MAX_LIMIT:,} (0 prints every row)")
 
 
 def _json_error(kind: str, message: str, pos=None) -> str:
@@ -137,7 +128,7 @@ def main(argv: list[str] | None = None, *, only_in_process: bool = False) -> int
     `serve.state.NOT_HERE` at once, having said and written nothing (`surfaces.serve.runner`)."""
     try:
         args = parse(build_parser(), sys.argv[1:] if argv is None else list(argv))
-        _check_limit(getattr(args, "limit", None))
+        check_numbers(args)  # every numeric flag, before anything runs
     except UsageError as e:  # before anything is read or started: one line, status 2
         print(e.render(), file=sys.stderr)
         return e.exit_code

@@ -48,7 +48,8 @@ def _session(args, options):
         slot = serve_state.session_slot()
         spark = _on_server(found, slot, args.verbose, options.time_zone)
     else:
-        spark = get_spark(args.master, remote=args.remote, verbose=args.verbose, time_zone=options.time_zone)
+        spark = get_spark(args.master, remote=args.remote, verbose=args.verbose, time_zone=options.time_zone,
+                          token_for=serve_state.token_for)
     ACTIVE["spark"] = spark
     return spark, slot
 
@@ -95,7 +96,7 @@ def _on_server(found: str, slot, verbose: bool, time_zone: str):
     slot's session the server has closed (idle past its timeout) is
     replaced by a new id, once."""
     if slot is None:
-        return get_spark(remote=found, verbose=verbose, time_zone=time_zone)
+        return get_spark(remote=found, verbose=verbose, time_zone=time_zone, token_for=serve_state.token_for)
     try:
         return _slot_session(found, slot, verbose, time_zone)
     except BaseException:
@@ -105,13 +106,15 @@ def _on_server(found: str, slot, verbose: bool, time_zone: str):
 
 def _slot_session(found: str, slot, verbose: bool, time_zone: str):
     try:
-        spark = get_spark(remote=f"{found}/;session_id={slot.session_id}", verbose=verbose, time_zone=time_zone)
+        spark = get_spark(remote=f"{found}/;session_id={slot.session_id}", verbose=verbose, time_zone=time_zone,
+                          token_for=serve_state.token_for)
     except Exception as e:  # noqa: BLE001 - only a closed session is retried
         if "SESSION_CLOSED" not in str(e) and "SESSION_CHANGED" not in str(e):
             raise
         _forget_session()
         slot.renew()
-        spark = get_spark(remote=f"{found}/;session_id={slot.session_id}", verbose=verbose, time_zone=time_zone)
+        spark = get_spark(remote=f"{found}/;session_id={slot.session_id}", verbose=verbose, time_zone=time_zone,
+                          token_for=serve_state.token_for)
     spark.conf.unset(NANOS_AS_LONG)  # what an earlier run's reader set is not this run's
     return spark
 
@@ -135,7 +138,8 @@ def cmd_stream(args, text: str, options: RunOptions, params: dict, data, typed: 
     fmt, checkpoint = streaming.check_stream_args(args)
     known = as_stream(known_inputs(data, typed, options.time_col, options.time_zone), args.watermark)
     compiled = compile(text, params, options=options, inputs=known, strict_params=True)
-    spark = get_spark(args.master, remote=args.remote, verbose=args.verbose, time_zone=options.time_zone)
+    spark = get_spark(args.master, remote=args.remote, verbose=args.verbose, time_zone=options.time_zone,
+                      token_for=serve_state.token_for)
     ACTIVE["spark"] = spark
     streaming.configure(spark)
     try:

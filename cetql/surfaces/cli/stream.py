@@ -24,7 +24,6 @@ import shutil
 import sys
 import tempfile
 import time
-from decimal import Decimal
 from pathlib import Path
 
 from cetql.backends.spark import reader
@@ -34,6 +33,7 @@ from cetql.backends.spark.streaming import METRICS, PROVIDER, ROCKSDB, STATS, re
 from cetql.base.errors import UsageError
 from cetql.base.options import OutputFormat, OutputMode
 from cetql.planner.logical.plan import Delay
+from cetql.surfaces.cli.numbers import parse_interval
 from cetql.surfaces.output import prepare_for_format, resolve_output
 from cetql.surfaces.render import _cell, _plain
 
@@ -82,17 +82,6 @@ def _check_resume(output: Path, checkpoint: Path) -> None:
                          "own output; give both as they were, or two new paths")  # fmt: skip
     if not output.parent.exists():
         raise UsageError(f"the folder of output '{output}' ({output.parent}) does not exist")
-
-
-def parse_interval(text: str | None) -> str | None:
-    """--trigger: Spark's processing-time interval ('10 seconds')."""
-    if text is None:
-        return None
-    delay = Delay.parse(text)
-    millis = delay.millis(Decimal(1000))  # a bare number: seconds
-    if millis <= 0:
-        raise UsageError(f"--trigger {text!r} must be a positive interval such as '10 seconds'")
-    return f"{millis} milliseconds"
 
 
 # ---------------------------------------------------------------- inputs

@@ -15,10 +15,10 @@ def add_parser(subparsers) -> None:
     )
     p.add_argument("--group", action="append", metavar="KEY=VALUE",
                    help="the group to draw (default: the one with most trends)")  # fmt: skip
-    p.add_argument("--trend", type=int, metavar="N", help="colour only trend N (numbered as the legend shows)")
+    p.add_argument("--trend", metavar="N", help="colour only trend N (numbered as the legend shows)")
     p.add_argument("--label", metavar="ATTR,…",
                    help="label nodes with these attributes' values (default: what the predicates link)")  # fmt: skip
-    p.add_argument("--max-nodes", type=int, default=300, help="draw only groups of at most this many events (300)")
+    p.add_argument("--max-nodes", default=300, help="draw only groups of at most this many events (300)")
     p.add_argument("--mode", choices=["error", "overwrite"], default="error", help="if the file exists")
     p.add_argument("--param", action="append", metavar="NAME=VALUE", help="bind a query parameter (repeatable)")
     p.add_argument("--time-col", default="ts", help="the time column (default: ts)")

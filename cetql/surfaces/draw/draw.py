@@ -37,6 +37,7 @@ from cetql.surfaces.draw.scene import _values, scene_of
 from cetql.surfaces.draw.times import _window_index, window_text
 from cetql.surfaces.output import resolve_output, write_file
 from cetql.surfaces.render import default_chain
+from cetql.surfaces.serve.state import token_for
 
 FORMATS = {".svg": "svg", ".png": "png"}
 
@@ -65,7 +66,7 @@ def cmd_draw(args) -> int:
                             query_file=args.query_file, kind="file", writer="draw")  # fmt: skip
     fmt = _format(args.output)
     groups = _groups(args.group)
-    _check(args)
+    _check_matplotlib()
     # one kernel group per window: the group drawn is a window's
     options = RunOptions.of(time_col=args.time_col, id_col=args.id_col, max_trends=0, sharing="copy")
     known = describe_paths({None: data} if data is not None else dict(typed), options.time_col)
@@ -73,7 +74,7 @@ def cmd_draw(args) -> int:
                        strict_params=True)  # fmt: skip
     if compiled.kind != "detection":
         raise UsageError("cetql draw shows a detection query's trends; drop AGG/RETURN to draw its pattern")
-    spark = get_spark(args.master, remote=args.remote)
+    spark = get_spark(args.master, remote=args.remote, token_for=token_for)
     try:
         execution = compiled.execution(data, spark=spark, options=options, **typed)
         plan = execution.plan
@@ -111,11 +112,7 @@ def cmd_draw(args) -> int:
     return 0
 
 
-def _check(args) -> None:
-    if args.trend is not None and args.trend < 1:
-        raise UsageError(f"--trend counts from 1, not {args.trend}")
-    if args.max_nodes < 1:
-        raise UsageError(f"--max-nodes must be positive, not {args.max_nodes}")
+def _check_matplotlib() -> None:
     try:
         import matplotlib  # noqa: F401 - an optional dependency: is it installed?
     except ImportError:

@@ -38,6 +38,34 @@ from cetql.base.errors import UsageError
 from cetql.surfaces.gen.scenarios import SCENARIOS
 from cetql.surfaces.gen.values import N
 from cetql.surfaces.output import resolve_output, staged
+from cetql.surfaces.serve.state import token_for
+
+# The most events gen makes: the scenarios' times (at most ~26 s apart, from
+# 2026) stay within the years every reader of a timestamp holds (to 9999).
+MAX_EVENTS = 10**9
+MAX_SEED = 2**63 - 1  # the seed is hashed as a BIGINT
+
+
+def check_events(events) -> int:
+    """gen's number of events: a whole number from 1 to MAX_EVENTS."""
+    try:
+        events = operator.index(events)
+    except TypeError:
+        raise UsageError(f"the number of events must be an integer, not {events!r}") from None
+    if not 1 <= events <= MAX_EVENTS:
+        raise UsageError(f"the number of events must be from 1 to {MAX_EVENTS:,}, not {events:,}")
+    return events
+
+
+def check_seed(seed) -> int:
+    """gen's seed: a whole number a BIGINT holds."""
+    try:
+        seed = operator.index(seed)
+    except TypeError:
+        raise UsageError(f"the seed must be an integer, not {seed!r}") from None
+    if not -MAX_SEED - 1 <= seed <= MAX_SEED:
+        raise UsageError(f"the seed must be from {-MAX_SEED - 1:,} to {MAX_SEED:,}, not {seed:,}")
+    return seed
 
 
 def _target(path, mode: str):
@@ -69,18 +97,13 @@ def frames(scenario: str, events: int, *, seed: int = 1, spark=None, partitions:
     """The scenario's DataFrames, {type or None: DataFrame}, lazily (no job runs)."""
     if scenario not in SCENARIOS:
         raise UsageError(f"unknown scenario '{scenario}'; expected one of {', '.join(SCENARIOS)}")
-    try:
-        events = operator.index(events)
-    except TypeError:
-        raise UsageError(f"the number of events must be an integer, not {events!r}") from None
-    if events < 1:
-        raise UsageError(f"the number of events must be positive, not {events}")
+    events, seed = check_events(events), check_seed(seed)
     if spark is None:
         from cetql.backends.spark.session import get_spark  # start-up cost: pyspark loads only when data is made
 
-        spark = get_spark()
+        spark = get_spark(token_for=token_for)
     base = spark.range(0, events, 1, partitions).withColumnRenamed("id", N)
-    return SCENARIOS[scenario].build(base, int(seed))
+    return SCENARIOS[scenario].build(base, seed)
 
 
 def generate(

@@ -43,9 +43,11 @@ from cetql.planner.semantics.bind import parameters_read
 from cetql.planner.semantics.parameters import parse_param
 from cetql.surfaces.api.query import compile
 from cetql.surfaces.api.runtime import read_input
+from cetql.surfaces.cli.numbers import RULES
 from cetql.surfaces.output import FILE, FOLDER, resolve_output, write
 from cetql.surfaces.progress import progress
 from cetql.surfaces.render import print_result, sort_columns
+from cetql.surfaces.serve.state import token_for
 
 KEYWORDS = (
     "PATTERN", "SEQ", "WHERE", "AND", "OR", "NOT", "NEXT", "WITHIN", "SLIDE", "RETURN", "AGG", "GROUP-BY",
@@ -120,7 +122,7 @@ class Shell:
 
         def run():
             try:
-                started.set_result(get_spark(self.master, remote=self.remote))
+                started.set_result(get_spark(self.master, remote=self.remote, token_for=token_for))
             except BaseException as e:  # reported when a query needs the session
                 started.set_exception(e)
 
@@ -238,12 +240,7 @@ class Shell:
         self.say(f"{k}={v}")
 
     def set_limit(self, rest: str) -> None:
-        try:
-            n = int(rest)
-        except ValueError:
-            raise UsageError(f":limit needs a number of rows, not '{rest}'") from None
-        if n < 0:
-            raise UsageError(":limit must be zero (all rows) or positive")
+        n = RULES["limit"](rest)  # the command line's --limit rule (its message says :limit here)
         self.limit = n
         self.say(f"limit {n}")
 

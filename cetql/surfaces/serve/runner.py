@@ -3,9 +3,11 @@ child forked from the serve's warm process (the compiler, the kernels and
 their compiled loops already loaded).
 
 A Unix socket beside the serve's state file, readable by its user only,
-takes one request a connection: the client's standard input, output and
-error (file descriptors, SCM_RIGHTS), then its arguments, working folder
-and environment as JSON.  The child takes all of them, runs the command as
+takes one request a connection from a process of that user (`peer_uid`:
+another user's is refused, with one line on the serve's stderr): the
+client's standard input, output and error (file descriptors, SCM_RIGHTS),
+then its arguments, working folder and environment (of it, the child
+takes `state.HANDED_ENV` alone) as JSON.  The child takes all of them, runs the command as
 the CLI's main (only a plan that runs in process: else it exits with
 `state.NOT_HERE`, having said and written nothing) and its exit status
 goes back as one JSON line.  A byte from the client while it runs is a
@@ -29,7 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cetql.base.processes import die_with_parent
-from cetql.surfaces.serve.state import NOT_HERE
+from cetql.surfaces.serve.state import NOT_HERE, handed_env, peer_uid
 
 
 class Runner:
@@ -84,6 +86,8 @@ class Runner:
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:
+            if not _own_user(conn):
+                return  # closed unread: what it sent (its streams too) is dropped with the connection
             fds: list[int] = []
             try:
                 head, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
@@ -117,6 +121,20 @@ class Runner:
             code = os.waitstatus_to_exitcode(status)
             with contextlib.suppress(OSError):
                 conn.sendall(json.dumps({"status": code if code >= 0 else 128 - code}).encode() + b"\n")
+
+
+def _own_user(conn: socket.socket) -> bool:
+    """Is the client a process of the serve's user?  Else one line on the serve's stderr."""
+    try:
+        uid = peer_uid(conn)
+    except OSError:
+        uid = -1
+    if uid is None or uid == os.getuid():
+        return True
+    with contextlib.suppress(Exception):
+        print(f"cetql serve: refused a run from uid {uid}: only uid {os.getuid()}, this serve's user, may hand it runs",
+              file=sys.stderr, flush=True)  # fmt: skip
+    return False
 
 
 def _relay(conn: socket.socket, pid: int, done: threading.Event) -> None:
@@ -153,7 +171,9 @@ def _child(request: dict, fds: list[int], run_command) -> None:
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False, buffering=1)  # noqa: SIM115
         os.chdir(request["cwd"])
         os.environ.clear()
-        os.environ.update(request.get("env") or {})
+        os.environ.update(handed_env(request.get("env") or {}))  # the allow-list, whatever a client sent
+        time.tzset()  # the client's TZ
+        tempfile.tempdir = None  # the client's TMPDIR, not the serve's cached one
         code = run_command(list(request["argv"]), only_in_process=True)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1

@@ -10,19 +10,22 @@ its Python workers on this interpreter (so they import this cetql), its log
 in the cetql log file.  Ctrl-C or SIGTERM stops it and everything it started;
 if cetql is killed, the server is killed with it (Linux).
 
-While it listens it keeps a small state file (its address, its process and
-the Python and cetql it runs) in the user's runtime directory, removed when
-it stops: `cetql run` on this machine, with the same Python and cetql,
-finds it there (`running()`) and sends its query to it instead of starting
-a Spark of its own.  A file whose server is gone, or does not answer, is
-ignored.  Runs whose plan runs in process (`--engine`) are handed whole to
-this process's warm runner (`cetql.runner`, `cetql.launch`) before the
+While it listens it keeps a small state file (its address, its process,
+the Python and cetql it runs, the token its clients send) in the user's
+runtime directory, the user's alone, removed when it stops: `cetql run` of
+this user on this machine, with the same Python and cetql, finds it there
+(`running()`) and sends its query to it instead of starting a Spark of its
+own.  A file whose server is gone, or does not answer, is ignored; so is one
+of another user's, or in a folder others may write to (docs/security.md).
+Runs whose plan runs in process (`--engine`) are handed whole to this
+process's warm runner (`cetql.runner`, `cetql.launch`) before the
 client imports the compiler.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -35,7 +38,7 @@ from cetql.backends.spark.session import _check_master, driver_memory, log_path
 from cetql.base.errors import CetqlError, UsageError
 from cetql.base.options import parse_size
 from cetql.base.processes import die_with_parent
-from cetql.surfaces.serve.state import state_dir, write_state
+from cetql.surfaces.serve.state import LOOPBACK, UntrustedFolder, own_folder, write_state
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -43,7 +46,7 @@ SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 def add_parser(sub, run_command) -> None:
     """`run_command(argv, only_in_process=True)`: how the serve's children run a handed-over command (the CLI's)."""
     p = sub.add_parser("serve", help="keep a Spark Connect server running for `run --remote` and the REPL")
-    p.add_argument("--port", type=int, default=15002, help="the port to listen on (default 15002, Connect's own)")
+    p.add_argument("--port", default=15002, help="the port to listen on (default 15002, Connect's own)")
     p.add_argument("--host", default="127.0.0.1",
                    help="the address to listen on (default 127.0.0.1: this machine only)")  # fmt: skip
     p.add_argument("--master", default="local[*]", help="where the server runs queries (default local[*])")
@@ -51,7 +54,7 @@ def add_parser(sub, run_command) -> None:
                    help="the server's JVM memory; with local[*] also its executor's (default 4g)")  # fmt: skip
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
     p.add_argument("--verbose", action="store_true", help="let the server's log reach the terminal")
-    p.add_argument("--start-timeout", type=float, default=300, metavar="SECONDS",
+    p.add_argument("--start-timeout", default=300, metavar="SECONDS",
                    help="give up if the server does not listen within this long (default 300)")  # fmt: skip
     p.set_defaults(func=lambda args: cmd_serve(args, run_command))
 
@@ -82,10 +85,6 @@ def _listening(host: str, port: int) -> bool:
 
 def command(args) -> list[str]:
     """The spark-submit command line of the server."""
-    if not 0 < args.port < 65536:
-        raise UsageError(f"--port must be between 1 and 65535, not {args.port}")
-    if not args.start_timeout > 0:
-        raise UsageError(f"--start-timeout must be a positive number of seconds, not {args.start_timeout:g}")
     parse_size(args.driver_memory, "--driver-memory", bare="m")  # the JVM's own message would only reach the log
     _check_master(args.master, hint=" (where the server runs its queries)")
     conf = {
@@ -113,14 +112,41 @@ def command(args) -> list[str]:
     return cmd
 
 
-def cmd_serve(args, run_command) -> int:
-    cmd = command(args)
-    if _listening(args.host, args.port):
-        raise UsageError(f"port {args.port} is in use (a server already running?); choose another with --port")
+def _server_env(args) -> tuple[dict, str | None]:
+    """(the server's environment, the token its clients must send): a server
+    on this machine's loopback address takes only clients that send the
+    token kept in the state file, this user's alone (docs/security.md); one
+    that listens on another address takes any client that reaches it
+    (pyspark's client sends a token only over TLS or to localhost), said once."""
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_HOME": str(_spark_home())}
     env.pop("SPARK_REMOTE", None)
-    if args.host in ("127.0.0.1", "localhost"):
+    token = None
+    if args.host in LOOPBACK:
+        token = env["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = secrets.token_urlsafe(32)  # in the environment: not in ps
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    elif not env.get("SPARK_CONNECT_AUTHENTICATE_TOKEN"):
+        print(f"warning: --host {args.host}: any client that reaches this address may run queries as you "
+              "(a token needs TLS there); --host 127.0.0.1 keeps the server to your user", file=sys.stderr)  # fmt: skip
+    return env, token
+
+
+def _state_folder() -> Path:
+    """The serve's state folder, this user's alone, or a one-line `UsageError` saying why not."""
+    try:
+        return own_folder()
+    except UntrustedFolder as e:
+        raise UsageError(str(e)) from None
+    except OSError as e:
+        raise UsageError(f"cetql serve cannot make its state folder ({e.strerror}: {e.filename}); "
+                         "set XDG_RUNTIME_DIR to a folder of your own") from None  # fmt: skip
+
+
+def cmd_serve(args, run_command) -> int:
+    cmd = command(args)
+    _state_folder()  # before the server starts: its state would go nowhere a client trusts
+    if _listening(args.host, args.port):
+        raise UsageError(f"port {args.port} is in use (a server already running?); choose another with --port")
+    env, token = _server_env(args)
     log = log_path().with_name(f"serve-{args.port}.log")  # this server's alone, so its errors can be found
     out = None if args.verbose else open(log, "wb")  # noqa: SIM115 - closed below
     began = time.monotonic()
@@ -150,10 +176,8 @@ def cmd_serve(args, run_command) -> int:
             time.sleep(0.3)
         listening = True
         runner = _runner(args.port, run_command)
-        state = write_state(url, args, server.pid, runner)
-        print(f"serving Spark Connect on {url} ({args.master}, up in {time.monotonic() - began:.1f} s)", flush=True)
-        print(f"  cetql run QUERY --input … --remote {url}   (or SPARK_REMOTE={url})", flush=True)
-        print(f"  Ctrl-C stops it; its log is {log}", flush=True)
+        state = write_state(url, args, server.pid, runner, token)
+        _say_serving(url, args, time.monotonic() - began, log, state if token is not None else None)
         while server.poll() is None and not stopping["asked"]:
             time.sleep(0.3)
         if not stopping["asked"]:
@@ -173,6 +197,14 @@ def cmd_serve(args, run_command) -> int:
             out.close()
         if listening:
             print("server stopped", file=sys.stderr, flush=True)
+
+
+def _say_serving(url: str, args, took: float, log: Path, token_file: Path | None) -> None:
+    print(f"serving Spark Connect on {url} ({args.master}, up in {took:.1f} s)", flush=True)
+    print(f"  cetql run QUERY --input … --remote {url}   (or SPARK_REMOTE={url})", flush=True)
+    if token_file is not None:  # the token itself is never printed
+        print(f"  other Connect clients: sc://localhost:{args.port}/;token=… (the token is in {token_file})", flush=True)
+    print(f"  Ctrl-C stops it; its log is {log}", flush=True)
 
 
 def _cause(log: Path) -> str:
@@ -211,9 +243,7 @@ def _runner(port: int, run_command):
     from cetql.surfaces.serve.runner import Runner  # start-up cost: the compiler, for the serve alone
 
     try:
-        folder = state_dir()
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return Runner(folder / f"serve-{port}.sock", run_command)
+        return Runner(own_folder() / f"serve-{port}.sock", run_command)
     except OSError:
         return None
 

@@ -21,13 +21,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import networkx as nx
-
 from cetql.base.errors import QuerySemanticError, shared_keyed_event
 from cetql.planner.logical.plan import Decision, Key, KeyMethod, SubKey, VariableKey
 from cetql.planner.logical.rules import Draft
 from cetql.planner.semantics import ir
-from cetql.planner.semantics.template import Template
+from cetql.planner.semantics.template import Template, reachable
 
 READS = ("query",)
 SETS = ("keys", "subkeys", "variable_keys", "key_predicates")
@@ -72,10 +70,8 @@ def home(t: Template, name: str) -> tuple[Template, bool]:
 def apart(t: Template, name: str) -> bool:
     """Can two events of `name` have other events between them in a trend
     (a way back to `name` other than its own step)?"""
-    g = t.graph()
-    if g.has_edge(name, name):
-        g.remove_edge(name, name)
-    return any(nx.has_path(g, s, name) for s in g.successors(name))
+    edges = [(p, q) for p, q, _ in t.transitions if (p, q) != (name, name)]
+    return name in reachable(edges, {name}, first_step=True)
 
 
 def alone(t: Template, v: str, typed: bool, pos) -> None:

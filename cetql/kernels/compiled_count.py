@@ -1,22 +1,11 @@
-"""The compiled paths of the kernels: whole tables as numpy arrays, the
-hot loops in `jit`, for the shapes they cover; None elsewhere, and the
-reference kernels (pure Python, what the property tests compare against)
-run instead.
-
-    CETQL_KERNELS=python   always the reference kernels
-    (default)              the compiled paths where numba is installed
-
-Covered: COUNT(*) of E+ with at most one equal or range predicate, per
-window (`aggregate_counts`), and detection of E+ with one equal predicate,
-ALL or COMPLETE trends (`fast_detect.detect_batches`), over columns of
-every type (`compare.arrow_keys`).
+"""The compiled COUNT(*) of E+ (`select.Variant.COUNT`): whole tables as
+numpy arrays, the hot loops in `jit` (int64, or doubles when approximate)
+and `jit_wide` (limbs, for exact counts past 64 bits), over columns of
+every type (`compare.arrow_keys`).  Where it runs is `select`'s decision;
+the shared helpers (segments, keys, times) serve `compiled_walk` too.
 """
 
 from __future__ import annotations
-
-import importlib.util
-import os
-from functools import cache
 
 import numpy as np
 import pyarrow as pa
@@ -31,39 +20,11 @@ from cetql.kernels.compare import MIRROR, arrow_keys, time_keys
 OPS = {None: O.NONE, "=": O.EQ, "<": O.LT, "<=": O.LE, ">": O.GT, ">=": O.GE}
 
 
-# Rows of a table below which the reference runs: the compiled loops cost a
-# compile the first time on a machine (5-11 s, then cached) and a cache load
-# in each new worker (up to 1 s), more than the reference takes on a small
-# table (the README's 100-event run).  CETQL_KERNELS=fast lifts it (tests).
-MIN_ROWS = 4_096
-
 # Exact counts of segments longer than this start in `jit_wide`'s limbs: a
 # count of n events can pass int64 from n = 64 on, and on random-walk prices
 # with a range predicate 370 of 410 windows of 1,000 events did, so trying
 # int64 first costs a third more there (bench/kernels.py, A W1000 exact).
 WIDE_FROM = 256
-
-
-def enabled() -> bool:
-    """May the compiled paths run (numba installed, not turned off)?"""
-    return available() and os.environ.get("CETQL_KERNELS", "").lower() != "python"
-
-
-@cache
-def available() -> bool:
-    """Does numba import (installed and working)?  Asked only where a table
-    is big enough for a compiled loop (`worth`), so that a process that never
-    runs one never imports it."""
-    if importlib.util.find_spec("numba") is None:
-        return False
-    from cetql.kernels import jit  # start-up cost: numba's import, only where a compiled loop may run
-
-    return jit.COMPILED
-
-
-def worth(rows: int) -> bool:
-    """Is a table of `rows` rows big enough for the compiled path to pay?"""
-    return rows >= MIN_ROWS or os.environ.get("CETQL_KERNELS", "").lower() == "fast"
 
 
 def _column(table: pa.Table, name: str) -> pa.Array:
@@ -102,18 +63,11 @@ def segments(c: K.Columns, table: pa.Table) -> tuple[np.ndarray, np.ndarray, pa.
 # ---------------------------------------------------------------- aggregation
 
 
-def kleene_applies(spec: K.AggregateSpec) -> bool:
-    t = spec.template
-    return (enabled() and spec.algorithm == K.KLEENE_COUNT and spec.kernel != K.Kernel.SCAN
-            and len(spec.targets) == 1 and not spec.propagate and not spec.state_keys and not spec.shared_subkeys
-            and not t.negations and len(t.transitions) == 1)  # fmt: skip
-
-
 def aggregate_counts(spec: K.AggregateSpec, table: pa.Table, lo: np.ndarray, hi: np.ndarray) -> list | None:
     """COUNT(*) of E+ for each segment (rows lo[s] … hi[s] - 1): ints
     (or floats when approximate; exact counts past int64 in `jit_wide`'s
     limbs), None where even those overflowed (the caller counts those with
-    the reference); None when the path does not apply."""
+    the reference); None when the path does not apply to this table."""
     (tr,) = spec.template.transitions
     preds = [(lc, "=", hc) for lc, hc in tr.equal] + list(tr.ranges)
     if len(preds) > 1 or tr.others:

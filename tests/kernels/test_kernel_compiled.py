@@ -1,5 +1,5 @@
-"""The compiled kernels (`kernels.fast`, numba) against the reference
-kernels (pure Python, CETQL_KERNELS=python): generated queries of the shapes
+"""The compiled kernels (`kernels.select`'s COUNT and WALK variants, numba)
+against the reference kernels (pure Python, `compiled=never`): generated queries of the shapes
 the compiled paths cover — COUNT(*) of E+ with no, an equal or a range
 predicate; detection of E+ with an equal predicate, ALL and COMPLETE — and
 generated queries of every shape (where the compiled paths must step
@@ -19,21 +19,19 @@ from harness import run_local
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cetql.kernels import fast, fast_detect, jit, jit_wide
+from cetql.kernels import jit, jit_wide, select
 from cetql.kernels import spec as K
 from cetql.planner.physical.kernel import kernel_spec
 
-pytestmark = pytest.mark.skipif(not fast.available(), reason="numba is not installed")
+pytestmark = pytest.mark.skipif(not select.available(), reason="numba is not installed")
 SOME = settings(max_examples=budget(60), deadline=None, suppress_health_check=list(HealthCheck))
 OPS = ["=", "<", "<=", ">", ">="]
 
 
 def both(monkeypatch, text, events, **options):
     """(compiled rows, reference rows, kernel spec) of one query."""
-    monkeypatch.setenv("CETQL_KERNELS", "python")
-    _, phys, want = run_local(text, events, **options)
-    monkeypatch.setenv("CETQL_KERNELS", "fast")
-    _, _, got = run_local(text, events, **options)
+    _, phys, want = run_local(text, events, compiled="never", **options)
+    _, phys, got = run_local(text, events, compiled="always", **options)
     return got, want, kernel_spec(phys)
 
 
@@ -72,7 +70,7 @@ def test_count_of_kleene_is_the_references(monkeypatch, drawn, op, window, appro
     compile_or_skip(text, typed=False)
     got, want, spec = both(monkeypatch, text, events, approx=approx)
     if spec.algorithm == K.KLEENE_COUNT:
-        assert fast.kleene_applies(spec) or spec.propagate
+        assert select.shape(spec) == select.Variant.COUNT or spec.propagate
     rows_equal(got, want)
 
 
@@ -86,7 +84,7 @@ def test_detection_of_kleene_is_the_references(monkeypatch, drawn, trend_set, wi
     compile_or_skip(text, typed=False)
     got, want, spec = both(monkeypatch, text, events, trends=trend_set, max_trends=0)
     if trend_set != "MAXIMAL" and not spec.shared_graph:
-        assert fast_detect.applies(spec)
+        assert select.shape(spec) == select.Variant.WALK
     rows_equal(got, want)
 
 
@@ -115,7 +113,7 @@ def test_counts_past_int64_are_exact(monkeypatch, op, approx):
     events = [{"ts": t, "id": t, "x": 1, "y": 1.0, "g": "g", "k": "u"} for t in range(70)]
     text = f"RETURN COUNT(*) PATTERN S+ s[] WHERE TRUE{predicate(op, 'x', 'x')} WITHIN 100 SLIDE 100"
     got, want, spec = both(monkeypatch, text, events, approx=approx, exact="string")
-    assert fast.kleene_applies(spec)
+    assert select.shape(spec) == select.Variant.COUNT
     rows_equal(got, want)
     expected = 70 if op == "<" else 2**70 - 1
     assert float(got[0]["COUNT(*)"]) == float(expected) if approx else got[0]["COUNT(*)"] == str(expected)
@@ -147,7 +145,7 @@ def test_counts_in_wide_limbs_are_the_references(monkeypatch, data, op, col):
     events = long_stream(data)
     text = f"RETURN COUNT(*) PATTERN S+ s[] WHERE TRUE{predicate(op, col, col)} WITHIN 1000 SLIDE 1000"
     got, want, spec = both(monkeypatch, text, events, exact="string")
-    assert fast.kleene_applies(spec)
+    assert select.shape(spec) == select.Variant.COUNT
     rows_equal(got, want)
 
 

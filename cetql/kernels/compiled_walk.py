@@ -1,6 +1,7 @@
-"""Detection by the compiled walk (`jit_trends`): E+ with one equal
-predicate, ALL or COMPLETE trends, written straight into Arrow buffers;
-None wherever it does not apply (the reference, `detect`, runs).
+"""Detection by the compiled walk (`jit_trends`, `select.Variant.WALK`): E+
+with one equal predicate, ALL or COMPLETE trends, written straight into
+Arrow buffers; None for a table it does not apply to (the reference,
+`detect`, runs).  Where it runs is `select`'s decision.
 
 A window whose trends pass --max-trends, or whose count passes 2^62, is
 left to the reference as a whole (it raises the one error with its
@@ -18,22 +19,8 @@ import pyarrow.compute as pc
 from cetql.base.options import TrendSet
 from cetql.kernels import spec as K
 from cetql.kernels.columns import detect_schema
-from cetql.kernels.fast import _column, enabled, keys, segments
-from cetql.kernels.fast import times as fast_times
-
-
-def applies(spec: K.DetectSpec) -> bool:
-    t = spec.template
-    if not enabled() or spec.trend_set not in (TrendSet.ALL, TrendSet.COMPLETE) or spec.state_keys:
-        return False
-    if (spec.shared_graph and spec.columns.block) or t.negations or t.cross or len(t.states) != 1:
-        return False
-    (state,) = t.states
-    if t.start != {state.name} or t.end != {state.name} or len(t.transitions) != 1:
-        return False
-    (tr,) = t.transitions
-    return (tr.source == tr.target == state.name and len(tr.equal) == 1 and not tr.ranges and not tr.others
-            and tr.index == K.HASH)  # fmt: skip
+from cetql.kernels.compiled_count import _column, keys, segments
+from cetql.kernels.compiled_count import times as fast_times
 
 
 def detect_batches(spec: K.DetectSpec, table: pa.Table) -> list[pa.RecordBatch] | None:
