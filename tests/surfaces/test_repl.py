@@ -75,6 +75,7 @@ def _wait_for_signals(child, timeout: float = 180) -> None:
 
 
 @pytest.mark.spark  # --master local[2]
+@pytest.mark.slow
 def test_repl_in_a_terminal(tmp_path):
     """Ctrl-C while the first query waits, then a two-line query typed with
     a completed column name, a malformed one (caret, nothing runs), the
