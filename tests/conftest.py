@@ -134,13 +134,17 @@ def _file(nodeid: str) -> str:
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m chooses
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(items):
     for item in items:
         names = set(item.fixturenames)
         if names & SPARK_FIXTURES:
             item.add_marker(pytest.mark.spark)
         if names & SLOW_FIXTURES:
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(specname="pytest_collection_modifyitems", trylast=True)  # the tests -m chose
+def pytest_collection_modifyitems_longest_first(config, items):
     timed = config.cache.get(TIMES, {}) if getattr(config, "cache", None) is not None else {}
 
     def guess(item) -> float:
