@@ -69,8 +69,8 @@ def cluster(tmp_path_factory):
             for k, w in enumerate(workers):
                 if w.poll() is not None:
                     pytest.fail(f"worker {k} exited: {(logs / f'worker{k}.log').read_text()[-2000:]}")
-            if time.monotonic() - began > 180:
-                pytest.fail(f"the workers did not register within 180 s: {(logs / 'master.log').read_text()[-2000:]}")
+            if time.monotonic() - began > 600:  # only ends a hang: a loaded machine takes its time
+                pytest.fail(f"the workers did not register within 600 s: {(logs / 'master.log').read_text()[-2000:]}")
             time.sleep(0.5)
         print(f"cluster up in {time.monotonic() - began:.1f} s")
         yield url, workers, logs
@@ -214,13 +214,13 @@ def test_a_lost_worker_does_not_change_the_result(cluster, driver, spark, tmp_pa
         # the write job has begun when its staging folder appears beside the target
         while not any(p.name.startswith(".cluster.cetql-") for p in tmp_path.iterdir()):
             assert driver.proc.poll() is None, driver.errors()
-            assert time.monotonic() - began < 300, "the job did not start within 300 s"
+            assert time.monotonic() - began < 600, "the job did not start within 600 s"  # only ends a hang
             time.sleep(0.1)
         # … and the victim is busy when it starts a task after that
         seen = _tasks(logs)
         while _tasks(logs) == seen:
             assert not target.exists(), "the job ended before the victim's executor took a task"
-            assert time.monotonic() - began < 300, "the victim's executor took no task within 300 s"
+            assert time.monotonic() - began < 600, "the victim's executor took no task within 600 s"
             time.sleep(0.05)
         stop(victim, kill=True)  # the worker, its executor and their Python workers, at once
         killed = time.monotonic() - began

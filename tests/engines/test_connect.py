@@ -49,7 +49,7 @@ def connect_url(tmp_path_factory):
         started = descendants(server.pid)  # the JVM (its own session) and its Python workers
         assert started, "cetql serve started no server process"
         server.send_signal(signal.SIGINT)  # Ctrl-C: stops the server and what it started
-        assert server.wait(timeout=60) == 0, log.read_text()[-2000:]
+        assert server.wait(timeout=300) == 0, log.read_text()[-2000:]  # the timeout only ends a hang
         assert not _listening(port)
         assert "server stopped" in log.read_text()
         alive = [p for p in started if _alive(p)]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from budget import budget
 from checks import same_value, slide, wanted
 from engines import plan, write_inputs
 from generators import queries, stream
@@ -42,7 +43,7 @@ CASES = [
      'exit 2 naming why; without `--engine` the plan runs on Spark and `--explain` says why'),
 ]  # fmt: skip
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=budget(30), deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def embedded_rows(text: str, events: list[dict], typed: bool, special: bool, fmt: str, **options) -> list[dict]:

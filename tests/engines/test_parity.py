@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from budget import budget
 from engines import footer, plan, rows, run_to, text_rows, write_inputs
 from generators import queries, stream
 from hypothesis import HealthCheck, Phase, assume, given, settings
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 from cetql.base.errors import QueryError, SchemaError
 from cetql.base.options import Engine
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck),
+SETTINGS = settings(max_examples=budget(25), deadline=None, suppress_health_check=list(HealthCheck),
                     phases=[Phase.explicit, Phase.reuse, Phase.generate])  # fmt: skip
 SPARK_META = b"org.apache.spark.sql.parquet.row.metadata"
 

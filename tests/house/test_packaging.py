@@ -1,6 +1,7 @@
 """Only the `cetql` name lands in a user's environment; the grammar ships
 inside the package."""
 
+import os
 import subprocess
 import sys
 
@@ -81,16 +82,17 @@ def test_the_wheel_runs_the_readme_first_command_and_a_parquet_run(tmp_path):
     root = Path(__file__).resolve().parents[2]
     work = tmp_path / "work"
     work.mkdir()
-    where = subprocess.run([str(python), "-c", "import cetql; print(cetql.__file__)"], cwd=work, capture_output=True,
-                           text=True, check=True).stdout  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # a checkout on it would shadow the wheel
+    where = subprocess.run([str(python), "-c", "import cetql; print(cetql.__file__)"], cwd=work, env=env,
+                           capture_output=True, text=True, check=True).stdout  # fmt: skip
     assert where.startswith(str(purelib)), where
     run = [str(python), "-m", "cetql", "run", str(root / "examples" / "kiting.cet"), "--id-col", "id", "--no-serve"]
-    out = subprocess.run([*run, "--input", str(root / "examples" / "data" / "checks.csv")], cwd=work,
+    out = subprocess.run([*run, "--input", str(root / "examples" / "data" / "checks.csv")], cwd=work, env=env,
                          capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("\n") == 3772 and "3,771 trends" in out.stderr
     pq.write_table(pcsv.read_csv(root / "examples" / "data" / "checks.csv"), work / "checks.parquet")
-    out = subprocess.run([*run, "--input", "checks.parquet", "--output", "trends"], cwd=work, capture_output=True,
-                         text=True)  # fmt: skip
+    out = subprocess.run([*run, "--input", "checks.parquet", "--output", "trends"], cwd=work, env=env,
+                         capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert pq.read_table(work / "trends").num_rows == 3771

@@ -43,6 +43,7 @@ from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from reference import reference_aggregates, reference_trends
@@ -494,6 +495,7 @@ def run_case(case: Case, capsys, seen: dict) -> str | None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.slow  # spends its budget, CETQL_FUZZ_SECONDS
 @seed(SEED)
 @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=False, print_blob=True,
           suppress_health_check=list(HealthCheck))  # fmt: skip

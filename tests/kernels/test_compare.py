@@ -14,6 +14,7 @@ from decimal import Decimal
 import numpy as np
 import pyarrow as pa
 import pytest
+from budget import budget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,7 +23,7 @@ from cetql.kernels import spec as K
 from cetql.kernels.compare import CASES, COMPARATORS, MIRROR, OPS, arrow_keys, compare, order_key, ranks, time_keys
 from cetql.kernels.expr import evaluate
 
-SOME = settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+SOME = settings(max_examples=budget(200), deadline=None, suppress_health_check=list(HealthCheck))
 NEGATION = {"=": "!=", "!=": "=", "<": ">=", ">=": "<", ">": "<=", "<=": ">"}
 IDS = [f"{c.a!r} {c.op} {c.b!r}" for c in CASES]
 

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+from budget import budget
 from checks import compile_or_skip
 from generators import DRAWN, queries, stream
 from harness import run_local
@@ -23,7 +24,7 @@ from cetql.kernels import spec as K
 from cetql.planner.physical.kernel import kernel_spec
 
 pytestmark = pytest.mark.skipif(not select.available(), reason="numba is not installed")
-SOME = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+SOME = settings(max_examples=budget(60), deadline=None, suppress_health_check=list(HealthCheck))
 OPS = ["=", "<", "<=", ">", ">="]
 
 
@@ -136,7 +137,7 @@ def long_stream(draw_events):
     return [{"ts": t // step, "id": t, "x": x, "y": float(x), "g": "g", "k": "u"} for t, x in enumerate(xs)]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=budget(25), deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data(), st.sampled_from([None, *OPS]), st.sampled_from(["x", "y"]))
 def test_counts_in_wide_limbs_are_the_references(monkeypatch, data, op, col):
     """Counts far past int64 (ties in time, few distinct values) come from

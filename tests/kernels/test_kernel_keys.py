@@ -15,6 +15,7 @@ with the reference.
 import math
 
 import pytest
+from budget import budget
 from checks import aggregates, check_aggregates, compile_or_skip, detected, wanted
 from generators import SLIDING, WINDOWS, queries, stream
 from hypothesis import HealthCheck, given, settings
@@ -27,7 +28,7 @@ from cetql.kernels.parts import parts
 from cetql.planner.logical.plan import Partition
 from cetql.planner.physical.kernel import kernel_spec
 
-SOME = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+SOME = settings(max_examples=budget(300), deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def state_keys(plan, phys) -> dict:

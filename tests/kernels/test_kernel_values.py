@@ -17,6 +17,7 @@ import math
 from decimal import Decimal
 
 import pyarrow as pa
+from budget import budget
 from checks import check_aggregates, compile_or_skip, detected, wanted
 from generators import SPECIAL, queries, stream
 from hypothesis import HealthCheck, given, settings
@@ -31,7 +32,7 @@ from cetql.kernels.index import AttributeIndex, count_in_range, later_in_range, 
 
 OPS = ["=", "!=", "<", "<=", ">", ">="]
 VALUES = [*SPECIAL, 1, 3, Decimal("2.5"), Decimal("-1")]
-SOME = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+SOME = settings(max_examples=budget(150), deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def test_compare_is_the_references_on_every_pair():

@@ -14,6 +14,7 @@ import dataclasses
 import math
 
 import pytest
+from budget import budget
 from checks import aggregates, check_aggregates, compile_or_skip, detected, slide, wanted
 from generators import SLIDING, queries, stream
 from harness import kernel_table, plan_for, run_local
@@ -30,7 +31,7 @@ from cetql.kernels.runs import trends as kernel_trends
 from cetql.planner.logical.plan import Windows
 from cetql.planner.physical.kernel import kernel_spec
 
-FAST = settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+FAST = settings(max_examples=budget(400), deadline=None, suppress_health_check=list(HealthCheck))
 
 # ---------------------------------------------------------------- detection
 

@@ -23,6 +23,7 @@ import random
 from fractions import Fraction
 
 import pyarrow as pa
+from budget import budget
 from checks import compile_or_skip
 from generators import queries, stream
 from harness import kernel_table, plan_for, run_local
@@ -34,7 +35,7 @@ from cetql.base.options import RunOptions
 from cetql.kernels import stream as S
 from cetql.planner.physical.kernel import kernel_spec
 
-FAST = settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+FAST = settings(max_examples=budget(300), deadline=None, suppress_health_check=list(HealthCheck))
 CLOCK = S.Clock(Fraction(1000))  # numeric seconds
 
 

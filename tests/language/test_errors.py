@@ -4,6 +4,7 @@ The expected messages were reviewed one by one: each names the offending
 token or thing and what would be right instead."""
 
 import pytest
+from budget import budget
 from generators import queries
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -302,7 +303,7 @@ def _keyword_tokens(text: str) -> list[tuple[object, str]]:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=budget(300), deadline=None)
 @given(queries_with_keywords(), st.data())
 def test_every_misspelt_keyword_of_generated_queries(text, data):
     try:

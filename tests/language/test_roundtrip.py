@@ -2,6 +2,7 @@
 
 from decimal import Decimal
 
+from budget import budget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -100,21 +101,21 @@ queries = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=budget(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(queries)
 def test_printed_query_parses_to_equal_ast(q):
     text = cetql.to_text(q)
     assert cetql.parse(text) == q, text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=budget(200), deadline=None)
 @given(queries)
 def test_printing_is_a_fixed_point(q):
     text = cetql.to_text(q)
     assert cetql.to_text(cetql.parse(text)) == text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=budget(200), deadline=None)
 @given(queries)
 def test_every_node_of_a_parsed_query_has_a_position(q):
     parsed = cetql.parse(cetql.to_text(q))

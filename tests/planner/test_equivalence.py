@@ -6,6 +6,7 @@ reference — the worked examples of the issue, then generated queries, where
 """
 
 import pytest
+from budget import budget
 from harness import plan_for, run_local
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -15,7 +16,7 @@ import cetql
 from cetql.base.errors import QueryError
 from cetql.planner.logical.plan import KeyMethod, Partition
 
-SETTINGS = settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=budget(250), deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def _trends(text, events, typed=True, **options):

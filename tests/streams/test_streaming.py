@@ -442,6 +442,8 @@ def connect_job(spec_path: str) -> None:
     spark.stop()
 
 
+@pytest.mark.spark  # a Connect server in a subprocess
+@pytest.mark.slow
 @ONCE
 @given(data=st.data())
 def test_streams_on_spark_connect(tmp_path_factory, data):

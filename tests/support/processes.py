@@ -50,9 +50,10 @@ def start(args: list[str], log: Path, env: dict | None = None) -> subprocess.Pop
                                 start_new_session=True, preexec_fn=die_with_parent)  # fmt: skip
 
 
-def wait_for_port(proc: subprocess.Popen, port: int, log: Path, what: str, timeout: float = 180) -> float:
+def wait_for_port(proc: subprocess.Popen, port: int, log: Path, what: str, timeout: float = 600) -> float:
     """Seconds until `port` on 127.0.0.1 accepts connections; a test failure
-    (with the log's tail) if `proc` exits or `timeout` passes first."""
+    (with the log's tail) if `proc` exits or `timeout` passes first (the
+    timeout only ends a hang: a JVM on a loaded machine takes its time)."""
     started = time.monotonic()
     while True:
         if proc.poll() is not None:

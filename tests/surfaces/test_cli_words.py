@@ -13,6 +13,7 @@ from pathlib import Path
 from unittest.mock import patch
 
 import pytest
+from budget import budget
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -93,7 +94,7 @@ def test_what_is_not_near():
 WORDS = st.text("abcdefgh_", min_size=2, max_size=9)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=budget(200), deadline=None)
 @given(WORDS, st.data())
 def test_one_slip_is_one_edit(word, data):
     at = data.draw(st.integers(0, len(word) - 2))
@@ -132,7 +133,7 @@ FLAG_SLIPS = sorted({(c, f, m) for c, flags in LONG.items() for f in flags for m
                      if m != f and not _taken(c, m) and m != "--"})  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=budget(300), deadline=None)
 @given(st.sampled_from(FLAG_SLIPS))
 def test_a_misspelt_option_is_answered_with_the_nearest(slip):
     command, flag, typo = slip
@@ -216,7 +217,7 @@ def test_other_command_line_errors_are_one_line(argv, said):
 NAMES = st.from_regex(r"[a-z][a-z0-9]{2,7}", fullmatch=True)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=budget(150), deadline=None)
 @given(st.lists(NAMES, min_size=1, max_size=6, unique=True), st.data())
 def test_a_misspelt_column_is_answered_with_the_nearest(columns, data):
     column = data.draw(st.sampled_from(columns))

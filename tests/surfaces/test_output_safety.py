@@ -27,6 +27,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from budget import budget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -218,7 +219,7 @@ def test_spellings_of_a_protected_path_are_refused(world):
     home = world / "home"
     protected = [work / INPUT, work / "data", work, home, home / "proj", work / QUERY, work / "queries"]
 
-    @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=budget(300), deadline=None, suppress_health_check=list(HealthCheck))
     @given(st.sampled_from(protected).flatmap(lambda b: st.tuples(st.just(b), spellings(b, work, home))),
            st.sampled_from(list(OutputMode)))  # fmt: skip
     def refused(case, mode):
@@ -226,7 +227,7 @@ def test_spellings_of_a_protected_path_are_refused(world):
         with pytest.raises(UsageError, match="output '"):
             output.resolve_output(text, mode, inputs=[INPUT], query_file=QUERY, fmt=OutputFormat.PARQUET)
 
-    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=budget(200), deadline=None, suppress_health_check=list(HealthCheck))
     @given(spellings(work / "fresh", work, home), st.sampled_from(["out", "out/", "x.parquet"]))
     def fresh(folder, name):
         text = folder.rstrip("/") + "/" + name
@@ -370,7 +371,7 @@ def test_ctrl_c_inside_a_write_removes_staging(tmp_path):
                 stage.path.mkdir()
                 (stage.path / "part-0").write_text("partial")
                 interrupt()
-                time.sleep(5)  # the signal arrives first
+                time.sleep(5)  # ends at once: Python raises on the signal (without one, pytest.raises fails)
         assert not list(tmp_path.iterdir())
     assert signal.getsignal(signal.SIGINT) is handler  # put back
 
@@ -387,7 +388,7 @@ def _java_child(pid: int) -> int | None:
     return None
 
 
-def _gone(pid: int | None, timeout: float = 60) -> bool:
+def _gone(pid: int | None, timeout: float = 300) -> bool:  # the timeout only ends a hang
     deadline = time.monotonic() + timeout
     while pid is not None and time.monotonic() < deadline:
         if start_time(pid) == 0:
@@ -402,13 +403,17 @@ def _writing(tmp_path: Path) -> tuple[subprocess.Popen, int | None]:
     (tmp_path / "slow.csv").write_text("ts,price\n" + "".join(f"{i},{i}\n" for i in range(3000)))
     (tmp_path / "slow.cet").write_text("PATTERN Stock+ s[] WHERE s[i].price > s[i-1].price WITHIN 100000 TRENDS ALL")
     proc = subprocess.Popen([sys.executable, "-m", "cetql", "run", "slow.cet", "--input", "slow.csv", "--max-trends",
-                             "0", "--output", "out"], cwd=tmp_path, env=spark_env(), stdout=subprocess.PIPE,
+                             "0", "--output", "out", "--engine", "spark"], cwd=tmp_path, env=spark_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 600  # only ends a hang
     while time.monotonic() < deadline and proc.poll() is None and not _staging(tmp_path):
         time.sleep(0.2)
     assert _staging(tmp_path), proc.communicate(timeout=60)
-    time.sleep(2)  # tasks are writing
+    # tasks are writing once a task attempt's folder is in the staging
+    while time.monotonic() < deadline and proc.poll() is None and \
+            not any(p.name.startswith("attempt_") for s in _staging(tmp_path) for p in (tmp_path / s).rglob("*")):  # fmt: skip
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate(timeout=60)
     return proc, _java_child(proc.pid)
 
 
@@ -416,6 +421,7 @@ def _staging(folder: Path) -> list[str]:
     return [p.name for p in folder.iterdir() if ".cetql-" in p.name]
 
 
+@pytest.mark.spark  # a cetql run on Spark, killed while it writes
 def test_sigterm_during_a_write(tmp_path):
     proc, jvm = _writing(tmp_path)
     proc.send_signal(signal.SIGTERM)

@@ -164,6 +164,8 @@ def _cases(cmds: list[Command], folder: str):
         case = Command(first.doc, first.text, next(iter(counts)) if len(counts) == 1 else None, shown, first.terminal)
         why = _skip_reason(first.text)
         marks = [pytest.mark.skip(reason=why)] if why else []
+        if _needs_spark(first):
+            marks.append(pytest.mark.spark)
         if len(counts) > 1:
             places = ", ".join(f"{c.doc}: {c.count:,}" for c in same if c.count is not None)
             marks = [pytest.mark.xfail(strict=True, reason=f"the documents disagree ({places})")]
@@ -173,6 +175,13 @@ def _cases(cmds: list[Command], folder: str):
 
 def _on_committed_data(c: Command) -> bool:
     return "data/" not in c.text.replace("examples/data/", "")
+
+
+def _needs_spark(c: Command) -> bool:
+    """A `cetql gen` runs on Spark, and a command reading what one wrote
+    (its data/ folder) needs it to have run; CETQL_DOCS=full runs
+    everything on Spark where the plan says so."""
+    return FULL or c.argv[:1] == ["gen"] or not _on_committed_data(c)
 
 
 def _scaled(argv: list[str]) -> list[str]:

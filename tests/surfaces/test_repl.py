@@ -7,10 +7,12 @@ import io
 import os
 import re
 import sys
+import termios
 import time
 from pathlib import Path
 
 import pexpect
+import pytest
 
 from cetql.surfaces.repl import Shell, is_complete
 from cetql.surfaces.repl.loop import _entries_from
@@ -63,6 +65,17 @@ def test_commands_without_spark(tmp_path):
     assert shell._spark is None  # nothing above needed Spark
 
 
+def _wait_for_signals(child, timeout: float = 180) -> None:
+    """Until the terminal turns Ctrl-C into SIGINT again (ISIG set: the
+    prompt has left raw mode); the timeout only fails a hang."""
+    deadline = time.monotonic() + timeout
+    while not termios.tcgetattr(child.child_fd)[3] & termios.ISIG:
+        assert time.monotonic() < deadline, "the prompt never gave the terminal back"
+        time.sleep(0.05)
+
+
+@pytest.mark.spark  # --master local[2]
+@pytest.mark.slow
 def test_repl_in_a_terminal(tmp_path):
     """Ctrl-C while the first query waits, then a two-line query typed with
     a completed column name, a malformed one (caret, nothing runs), the
@@ -81,7 +94,7 @@ def test_repl_in_a_terminal(tmp_path):
         # Ctrl-C while the query waits for Spark: cancelled, back at the prompt
         child.send(COUNT + ";\r")
         child.expect(re.escape("\x1b[?2004l"))  # the prompt has handed the query over
-        time.sleep(1)  # and given the terminal back (out of raw mode, Ctrl-C is a signal again)
+        _wait_for_signals(child)  # and given the terminal back (out of raw mode, Ctrl-C is a signal again)
         child.sendintr()
         child.expect("cancelled")
         child.expect("cetql>")

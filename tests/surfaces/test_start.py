@@ -142,6 +142,7 @@ def _java() -> str:
     return str(Path(home) / "bin" / "java") if home else "java"
 
 
+@pytest.mark.spark  # java itself
 @pytest.mark.parametrize("content", [bytes(1 << 20), MAGIC + os.urandom(1 << 20)], ids=["no header", "garbage"])
 def test_the_jvm_runs_without_an_archive_it_cannot_use(tmp_path, content):
     bad = tmp_path / "bad.jsa"
@@ -178,6 +179,8 @@ def _marked(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 def test_a_run_writes_the_archive_before_it_ends_and_the_next_maps_it(tmp_path):
     """Two first runs at once: one writes the archive (saying so) before it
     ends, the other neither writes nor waits; once both have ended nothing
@@ -256,6 +259,7 @@ def test_only_a_live_server_of_this_python_and_cetql_is_used(tmp_path, monkeypat
     assert serve_state.running() is None  # nothing answers there any more
 
 
+@pytest.mark.slow
 def test_run_uses_a_running_serve(spark, capsys, tmp_path):
     port = free_port()
     env = spark_env(CETQL_CACHE_DIR=str(tmp_path / "cache"), CETQL_LOG_DIR=str(tmp_path),
@@ -266,7 +270,7 @@ def test_run_uses_a_running_serve(spark, capsys, tmp_path):
     state = tmp_path / "cetql" / f"serve-{port}.json"
     try:
         wait_for_port(server, port, log, "cetql serve")
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 300  # only ends a hang
         while not state.exists():
             assert time.monotonic() < deadline, "cetql serve wrote no state file"
             time.sleep(0.2)

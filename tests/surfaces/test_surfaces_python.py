@@ -12,6 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from budget import budget
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -96,7 +97,7 @@ _WORDS = st.sampled_from(["a", "the", "value", "(", ")", ";", ":", "or", "use", 
 _FLAG = st.sampled_from([*E.OPTION_FLAGS, "--param r=<value>", "--param name=value", "--explain"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=budget(300), deadline=None)
 @given(st.lists(st.one_of(_WORDS, _FLAG), min_size=1, max_size=12))
 def test_spoken_leaves_no_option_flag_for_python(words):
     text = " ".join(words)
@@ -131,7 +132,7 @@ def _distance(a: str, b: str) -> int:
     return row[-1]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=budget(100), deadline=None)
 @given(st.sampled_from(option_names()), st.data())
 def test_an_unknown_keyword_is_named_with_the_closest(option, data):
     at = data.draw(st.integers(0, len(option) - 1))

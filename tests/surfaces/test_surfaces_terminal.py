@@ -17,6 +17,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from budget import budget
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -124,7 +125,7 @@ def _progress_on(text: str) -> bool:
 # ---------------------------------------------------------------- the line alone
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=budget(300), deadline=None)
 @given(label=st.text(min_size=0, max_size=120), width=st.integers(1, 300), stages=st.integers(0, 50),
        done=st.integers(0, 10**6), total=st.integers(0, 10**6), elapsed=st.floats(0, 10**6), frame=st.integers(0, 99))
 def test_the_line_never_wraps(label, width, stages, done, total, elapsed, frame):
@@ -152,7 +153,7 @@ class _Tty:
         return True
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=budget(100), deadline=None)
 @given(widths=st.lists(st.integers(2, 200), min_size=1, max_size=6), label=st.text(min_size=1, max_size=90),
        before=st.text(alphabet="xy \n", max_size=60).map(lambda t: t + "\n" if t else t), result=st.text(alphabet="abc ,\n", max_size=200))
 def test_the_line_is_erased_whatever_the_width_does(widths, label, before, result):
