@@ -57,6 +57,7 @@ class Prefilter(StrEnum):
     SEMI_JOIN = "semi-join"  # semi-joins with the whole step condition
     GRAPHFRAMES = "graphframes"  # GraphFrames' degrees over the (linear) edge list
     NONE = "none"  # ALL trends: every event starts a path, none is a sink
+    RUNS = "template runs"  # any other pattern: runs over the template's transitions, completeness by kinds of runs
 
 
 def display(choice) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cetql.base.errors import UsageError
 from cetql.base.options import Strategy, TrendSet
 from cetql.planner.logical.plan import Decision, KeyMethod, Prefilter
 from cetql.planner.logical.rules import Draft
@@ -22,17 +21,17 @@ def apply(d: Draft) -> Draft:
     parts = any(k.method.choice == KeyMethod.PARTS for k in d.variable_keys)
     e_plus = q.template.single_kleene is not None and not q.of_kind(ir.CrossPredicate) and not parts
     if o.strategy == Strategy.DISTRIBUTED:
-        if not e_plus:
-            raise UsageError(
-                "the distributed strategy (ABI Algorithm 2) extracts E+ patterns (one Kleene variable, no negation, "
-                "no predicate across variables); this pattern runs with --strategy local"
-            )
         chosen = Decision(Strategy.DISTRIBUTED, "forced by --strategy distributed: ABI Algorithm 2, one recursive "
                           "query extends the open paths by one join per round")  # fmt: skip
-        return replace(d, strategy=chosen, prefilter=_prefilter(d))
+        return replace(d, strategy=chosen, prefilter=_prefilter(d) if e_plus else RUNS)
     why = ("forced by --strategy local" if o.strategy == Strategy.LOCAL
            else "default: each (window, partition) group's graph is built and walked by one worker's kernel")  # fmt: skip
     return replace(d, strategy=Decision(Strategy.LOCAL, why), prefilter=None)
+
+
+RUNS = Decision(Prefilter.RUNS, "not one Kleene variable alone: runs over the template's transitions (each path "
+                "carries its state, bound keys and cross-predicate events); COMPLETE by runs one event earlier "
+                "(prepend) and runs one event longer (append), MAXIMAL by runs with one event inserted")
 
 
 def _prefilter(d: Draft) -> Decision:
