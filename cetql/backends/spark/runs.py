@@ -192,5 +192,7 @@ def extract(spec: K.DetectSpec, ev: DataFrame, spans: DataFrame | None, guard) -
         graph_edges = graph_edges.filter(F.lit(False))
     text = (f"WITH RECURSIVE paths MAX RECURSION LEVEL {MAX_ROUNDS} AS (SELECT * FROM {{anchors}} UNION ALL "
             f"{r.step_sql(KINDS[spec.trend_set])}) {r.result_sql(spec.trend_set)}")  # fmt: skip
+    # every round reads the edges: built once when the first round runs (lazy), not again a round
+    graph_edges = graph_edges.localCheckpoint(eager=False)
     out = ev.sparkSession.sql(text, anchors=anchors, edges=graph_edges)
     return out.dropDuplicates([*r.group, "events"]) if spec.trend_set == TrendSet.ALL else out
