@@ -50,6 +50,7 @@ class Draft:
     algorithm: object = MISSING  # Decision[Algorithm] | None (detection)
     complete: object = MISSING  # Decision[Completeness] | None
     numbers: object = MISSING  # Decision[Numbers] | None (detection)
+    estimate: object = MISSING  # Decision[GroupEstimate | None] | None (aggregation): the largest group
     strategy: object = MISSING  # Decision[Strategy] | None (aggregation)
     prefilter: object = MISSING  # Decision[Prefilter] | None (not distributed)
     stream: object = MISSING  # Decision[Streaming | None]: streams, keyed by blocks of windows

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from cetql.base.options import Strategy, TrendSet
+from cetql.base.options import Engine, Strategy, TrendSet, format_size
 from cetql.planner.logical.plan import Decision, KeyMethod, Prefilter
 from cetql.planner.logical.rules import Draft
+from cetql.planner.logical.rules.memory import task_budget
 from cetql.planner.semantics import ir
 
-READS = ("query", "options", "resources", "trend_set", "transitions", "variable_keys")
+READS = ("query", "options", "inputs", "resources", "trend_set", "transitions", "variable_keys", "estimate")
 SETS = ("strategy", "prefilter")
 
 
@@ -24,9 +25,28 @@ def apply(d: Draft) -> Draft:
         chosen = Decision(Strategy.DISTRIBUTED, "forced by --strategy distributed: ABI Algorithm 2, one recursive "
                           "query extends the open paths by one join per round")  # fmt: skip
         return replace(d, strategy=chosen, prefilter=_prefilter(d) if e_plus else RUNS)
-    why = ("forced by --strategy local" if o.strategy == Strategy.LOCAL
-           else "default: each (window, partition) group's graph is built and walked by one worker's kernel")  # fmt: skip
-    return replace(d, strategy=Decision(Strategy.LOCAL, why), prefilter=None)
+    if o.strategy == Strategy.LOCAL:
+        return replace(d, strategy=Decision(Strategy.LOCAL, "forced by --strategy local"), prefilter=None)
+    chosen = _by_cost(d)
+    prefilter = (_prefilter(d) if e_plus else RUNS) if chosen.choice == Strategy.DISTRIBUTED else None
+    return replace(d, strategy=chosen, prefilter=prefilter)
+
+
+def _by_cost(d: Draft) -> Decision:
+    """Local unless the largest group's estimated graph is over one task's budget."""
+    local = "each (window, partition) group's graph is built and walked by one worker's kernel"
+    est = d.estimate.choice
+    if est is None:
+        return Decision(Strategy.LOCAL, f"default: {local} (no estimate: {d.estimate.reason})")
+    budget, why = task_budget(d)
+    size = f"the largest group's estimate, ~{format_size(est.bytes)}, {{}} one task's budget {format_size(budget)} ({why})"
+    if est.bytes <= budget:
+        return Decision(Strategy.LOCAL, f"by cost: {size.format('fits')}: {local}")
+    if d.options.engine == Engine.EMBEDDED or d.inputs.streaming:
+        where = "a stream" if d.inputs.streaming else "--engine embedded"
+        return Decision(Strategy.LOCAL, f"{size.format('is over')}, but {where} runs the local strategy only: {local}")
+    return Decision(Strategy.DISTRIBUTED, f"by cost: {size.format('is over')}: ABI Algorithm 2, the group's paths "
+                    "extended by joins across the cluster, one recursive query")  # fmt: skip
 
 
 RUNS = Decision(Prefilter.RUNS, "not one Kleene variable alone: runs over the template's transitions (each path "
