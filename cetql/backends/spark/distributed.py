@@ -197,7 +197,7 @@ def extract(plan: PhysicalPlan, spec: K.DetectSpec, ev):
         ev = ev.localCheckpoint(eager=False)  # read by the guard, the negations, the nodes and edges: built once
         return runs.extract(spec, ev, negation_spans(plan, spec, ev), lambda anchors: guarded(plan, spec, ev, anchors))
     c = spec.columns
-    ev = prefilter(plan.root.prefilter, spec, ev)
+    ev = prefilter(plan.root.prefilter, spec, ev).localCheckpoint(eager=False)  # every round joins it: built once
     every = spec.trend_set == TrendSet.ALL
     sources = guarded(plan, spec, ev, ev.filter(F.col(SRC)))
     cols = ev.columns
