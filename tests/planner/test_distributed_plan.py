@@ -116,3 +116,11 @@ def test_parquet_footers_and_a_sample_give_the_estimate(tmp_path):
     assert accounts / 2 < source.stat("src").distinct < accounts * 2
     root = _plan(KITING.replace("100", "1000000"), inputs, memory_budget=1 << 20).plan.logical.root
     assert root.estimate.choice.events == n and root.strategy.choice == Strategy.DISTRIBUTED
+
+
+def test_explain_says_how_template_runs_extract():
+    text = explain_text(cetql.compile("PATTERN SEQ(A a, B+ b[]) WHERE a.x < b.x WITHIN 5", strategy="distributed",
+                                      trends="maximal"))  # fmt: skip
+    assert "pre-filter: template runs" in text and "(START, POISON, PENDING, INSERTED)" in text
+    kleene = explain_text(cetql.compile(KITING, strategy="distributed"))
+    assert "pre-filter: equal-index" in kleene and "template runs" not in kleene

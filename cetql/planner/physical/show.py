@@ -4,9 +4,10 @@ what the kernel receives — every fact `kernel.kernel_spec` reads."""
 
 from __future__ import annotations
 
-from cetql.base.options import Strategy
+from cetql.base.options import Strategy, TrendSet
 from cetql.kernels import select
 from cetql.kernels import spec as K
+from cetql.planner.logical.plan import Prefilter
 from cetql.planner.physical.kernel import kernel_spec
 from cetql.planner.physical.plan import Arithmetic, Detect, PhysicalPlan, TimeCast, WindowKeys
 
@@ -131,6 +132,11 @@ def _root(p: PhysicalPlan) -> tuple[str, list[str]]:
     if isinstance(r, Detect):
         if p.stream is not None:
             head = "local: one kernel call a key when its timer fires, over its closed windows' events"
+        elif r.strategy == Strategy.DISTRIBUTED and r.prefilter == Prefilter.RUNS:
+            head = ("distributed: template runs — the run graph's edges (a join a transition, negations anti-joined "
+                    "on their spans), then one recursive query extends every run by a join a round (START, POISON"
+                    f"{', PENDING, INSERTED' if r.trend_set == TrendSet.MAXIMAL else ''}), the trend set by one "
+                    "aggregation over the runs")  # fmt: skip
         elif r.strategy == Strategy.DISTRIBUTED:
             head = (f"distributed: pre-filter {r.prefilter.value}, then one recursive query extends paths by a join "
                     "per round")  # fmt: skip
