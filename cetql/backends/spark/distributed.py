@@ -194,10 +194,10 @@ def extract(plan: PhysicalPlan, spec: K.DetectSpec, ev):
     """ABI Algorithm 2 as one recursive query; the trends in the kernel's
     output layout (group columns, events, length[, rows])."""
     if plan.root.prefilter == Prefilter.RUNS:  # any other pattern: template runs (`runs`)
-        ev = ev.localCheckpoint(eager=False)  # read by the guard, the negations, the nodes and edges: built once
+        ev = ev.persist()  # read by the guard, the negations, the nodes and edges: built once
         return runs.extract(spec, ev, negation_spans(plan, spec, ev), lambda anchors: guarded(plan, spec, ev, anchors))
     c = spec.columns
-    ev = prefilter(plan.root.prefilter, spec, ev).localCheckpoint(eager=False)  # every round joins it: built once
+    ev = prefilter(plan.root.prefilter, spec, ev).persist()  # every round joins it: built once
     every = spec.trend_set == TrendSet.ALL
     sources = guarded(plan, spec, ev, ev.filter(F.col(SRC)))
     cols = ev.columns

@@ -193,6 +193,6 @@ def extract(spec: K.DetectSpec, ev: DataFrame, spans: DataFrame | None, guard) -
     text = (f"WITH RECURSIVE paths MAX RECURSION LEVEL {MAX_ROUNDS} AS (SELECT * FROM {{anchors}} UNION ALL "
             f"{r.step_sql(KINDS[spec.trend_set])}) {r.result_sql(spec.trend_set)}")  # fmt: skip
     # every round reads the edges: built once when the first round runs (lazy), not again a round
-    graph_edges = graph_edges.localCheckpoint(eager=False)
+    graph_edges = graph_edges.persist()
     out = ev.sparkSession.sql(text, anchors=anchors, edges=graph_edges)
     return out.dropDuplicates([*r.group, "events"]) if spec.trend_set == TrendSet.ALL else out
