@@ -109,6 +109,8 @@ def _detect_lines(node: Detect, _plan) -> tuple[str, list[str]]:
         lines.append(f"estimate: {node.estimate}")
     if node.prefilter is not None:
         lines.append(f"pre-filter: {node.prefilter}")
+    if node.split is not None:
+        lines.append(f"split: {node.split}")
     if node.memory is not None:
         lines.append(f"memory: {format_size(node.memory.choice)} — {node.memory.reason}")
     lines.append(f"cost: {node.cost}")
@@ -254,7 +256,7 @@ def plan_data(plan: LogicalPlan) -> list[dict]:
             if isinstance(node, Detect):
                 d.update(strategy=_decision(node.strategy), guard=_decision(node.guard), memory=_decision(node.memory),
                          max_edges=node.max_edges, batch_events=node.batch_events, prefilter=_decision(node.prefilter),
-                         estimate=_estimate(node.estimate),
+                         estimate=_estimate(node.estimate), split=_decision(node.split),
                          cross=[c.text for c in node.cross], with_rows=node.with_rows)  # fmt: skip
             else:
                 d.update(algorithm=_decision(node.algorithm), complete=_decision(node.complete),

@@ -66,6 +66,9 @@ def test_a_group_over_the_budget_is_distributed_and_explain_says_why():
     assert root.estimate.choice.events == 10_000_000 and root.estimate.choice.edges == 50_000_000
     text = explain_text(big)
     assert "estimate: 10,000,000 events" in text and "is over one task's budget 256 MiB" in text
+    # groups are counted when the plan runs: one within the budget still runs locally, with its memory decision
+    assert 0 < root.split.choice < 10_000_000 and f"split: {root.split.choice:,}" in text
+    assert root.memory is not None and big.plan.root.split == root.split.choice
 
 
 def test_a_group_within_the_budget_is_local():
@@ -82,6 +85,7 @@ def test_the_budget_decides_and_strategy_forces():
     tight = _plan(KITING, inputs, memory_budget=1 << 20).plan  # the same group, a 1 MiB budget
     assert tight.root.strategy == Strategy.DISTRIBUTED  # (--memory-budget is what it was over: not refused)
     assert _plan(KITING, inputs, memory_budget=1 << 20, strategy="local").plan.root.strategy == Strategy.LOCAL
+    assert _plan(KITING, inputs, strategy="distributed").plan.root.split is None  # forced: every group distributed
     with pytest.raises(UsageError, match="memory.budget bounds the local strategy"):
         _plan(KITING, inputs, memory_budget=1 << 20, strategy="distributed")
 

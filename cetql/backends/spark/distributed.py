@@ -221,3 +221,11 @@ def extract(plan: PhysicalPlan, spec: K.DetectSpec, ev):
         f"{'' if every else ' WHERE ' + quote('p_' + SNK)}"
     )
     return ev.sparkSession.sql(text, sources=sources, ev=ev)
+
+
+def split_groups(plan: PhysicalPlan, ev):
+    """(the events of groups over the plan's split, the others): each
+    group's events counted (one aggregate), both lazy."""
+    group = list(plan.partition.group)
+    big = ev.groupBy(*group).count().filter(F.col("count") > F.lit(plan.root.split)).select(*group)
+    return ev.join(big, group, "left_semi"), ev.join(big, group, "left_anti")

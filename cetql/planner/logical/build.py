@@ -107,7 +107,7 @@ def _assemble(d: Draft) -> Detect | Aggregate:
     if d.detection:
         return Detect(part, q.template, d.transitions, tuple(q.of_kind(ir.CrossPredicate)), d.trend_set, d.strategy,
                       d.guard, d.options.with_rows, d.cost, d.memory, d.max_edges, d.batch_events or 0,
-                      d.prefilter, d.estimate)  # fmt: skip
+                      d.prefilter, d.estimate, d.split)  # fmt: skip
     return Aggregate(part, q.template, d.transitions, q.aggregates, q.group_by, d.trend_set, d.algorithm, d.complete,
                      d.numbers, d.cost)  # fmt: skip
 

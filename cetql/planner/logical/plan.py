@@ -315,6 +315,7 @@ class Detect:
     batch_events: int = 1_000_000  # event ids in one output batch
     prefilter: Decision[Prefilter] | None = None  # the distributed strategy: sources and sinks
     estimate: Decision[GroupEstimate | None] | None = None  # the largest group, from the inputs' statistics
+    split: Decision[int] | None = None  # distributed by cost: groups of at most this many events run locally
 
     @property
     def trends(self) -> TrendSet:

@@ -20,7 +20,7 @@ from cetql.base.options import (
 from cetql.planner.logical.plan import Decision
 from cetql.planner.logical.rules import Draft
 
-READS = ("options", "resources", "trend_set", "strategy")
+READS = ("options", "resources", "trend_set", "strategy", "split")
 SETS = ("memory", "max_edges", "batch_events")
 
 
@@ -43,7 +43,7 @@ def apply(d: Draft) -> Draft:
     if not d.detection:
         return replace(d, **none)
     o = d.options
-    if d.strategy.choice == Strategy.DISTRIBUTED:
+    if d.strategy.choice == Strategy.DISTRIBUTED and d.split is None:
         if o.memory_budget is not None and o.strategy == Strategy.DISTRIBUTED:
             raise UsageError("--memory-budget bounds the local strategy's groups; the distributed strategy keeps "
                              "its open paths in Spark: drop --memory-budget, or use --strategy local")  # fmt: skip

@@ -12,24 +12,35 @@ from cetql.planner.logical.rules.memory import task_budget
 from cetql.planner.semantics import ir
 
 READS = ("query", "options", "inputs", "resources", "trend_set", "transitions", "variable_keys", "estimate")
-SETS = ("strategy", "prefilter")
+SETS = ("strategy", "prefilter", "split")
 
 
 def apply(d: Draft) -> Draft:
     if not d.detection:
-        return replace(d, strategy=None, prefilter=None)
+        return replace(d, strategy=None, prefilter=None, split=None)
     q, o = d.query, d.options
     parts = any(k.method.choice == KeyMethod.PARTS for k in d.variable_keys)
     e_plus = q.template.single_kleene is not None and not q.of_kind(ir.CrossPredicate) and not parts
     if o.strategy == Strategy.DISTRIBUTED:
         chosen = Decision(Strategy.DISTRIBUTED, "forced by --strategy distributed: ABI Algorithm 2, one recursive "
                           "query extends the open paths by one join per round")  # fmt: skip
-        return replace(d, strategy=chosen, prefilter=_prefilter(d) if e_plus else RUNS)
+        return replace(d, strategy=chosen, prefilter=_prefilter(d) if e_plus else RUNS, split=None)
     if o.strategy == Strategy.LOCAL:
-        return replace(d, strategy=Decision(Strategy.LOCAL, "forced by --strategy local"), prefilter=None)
+        return replace(d, strategy=Decision(Strategy.LOCAL, "forced by --strategy local"), prefilter=None, split=None)
     chosen = _by_cost(d)
-    prefilter = (_prefilter(d) if e_plus else RUNS) if chosen.choice == Strategy.DISTRIBUTED else None
-    return replace(d, strategy=chosen, prefilter=prefilter)
+    if chosen.choice == Strategy.LOCAL:
+        return replace(d, strategy=chosen, prefilter=None, split=None)
+    return replace(d, strategy=chosen, prefilter=_prefilter(d) if e_plus else RUNS, split=_split(d))
+
+
+def _split(d: Draft) -> Decision:
+    """The most events a group may have and still run locally: what the
+    budget holds at the estimate's bytes an event."""
+    est, (budget, why) = d.estimate.choice, task_budget(d)
+    most = max(1, budget * est.events // max(1, est.bytes))
+    return Decision(most, f"each group's events counted first: a group of at most {most:,} events (one task's budget "
+                    f"{format_size(budget)}, {why}, at the estimate's ~{format_size(est.bytes // est.events)} an event) "
+                    "runs locally, a larger one distributed, in one plan")  # fmt: skip
 
 
 def _by_cost(d: Draft) -> Decision:
