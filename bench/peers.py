@@ -61,6 +61,7 @@ import time
 from pathlib import Path
 
 import pyarrow.compute as pc
+import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 HERE = Path(__file__).parent
@@ -175,12 +176,13 @@ def cases(names: list[str], tmp: Path, abi_cp: str, greta_cp: str, threads: str,
                         exact="string", expected=expected)  # fmt: skip
         else:
             raise SystemExit(f"unknown case {name}; known: D1, A1, D2, A10")
-        data, text = tmp / f"{name}.parquet", tmp / f"{name}.txt"
+        data, text, csv = tmp / f"{name}.parquet", tmp / f"{name}.txt", tmp / f"{name}.csv"
         pq.write_table(case["table"], data)
+        pcsv.write_csv(case["table"], csv)
         text.write_text("\n".join(case.pop("lines")) + "\n")
         qfile = tmp / f"{name}.cet"
         qfile.write_text(case["query"])
-        case.update(name=name, data=data, text=text, qfile=qfile, events=case.pop("table").num_rows,
+        case.update(name=name, data=data, csv=csv, text=text, qfile=qfile, events=case.pop("table").num_rows,
                     peer=[str(text) if x == "{text}" else x for x in case["peer"]])  # fmt: skip
         out.append(case)
     return out
@@ -219,9 +221,9 @@ def peer_commands(case: dict, reconcile: bool) -> dict[str, list[str]]:
 
 RECONCILE = ("its own pool of 2, a window at a time, defaults", "one thread, defaults")
 
-# cetql's runs: in process (the default for these Parquet-to-Parquet runs; warm: handed to the serve's process)
-# and on Spark (`--engine spark`; warm: on the serve's Spark Connect server)
-OURS = ("cold", "warm", "spark cold", "spark warm")
+# cetql's runs: on the embedded engine (the planner's choice for these local runs; warm: handed to the serve's
+# process), from Parquet and from CSV, and on Spark from Parquet (`--engine spark`; warm: on the serve's Connect server)
+OURS = ("cold", "warm", "cold csv", "warm csv", "spark cold", "spark warm")
 
 
 def small_run(case: dict, env: dict, tmp: Path, repeats: int) -> dict[str, float]:
@@ -231,7 +233,7 @@ def small_run(case: dict, env: dict, tmp: Path, repeats: int) -> dict[str, float
     qfile.write_text(case["query"])
     run = [sys.executable, "-m", "cetql", "run", str(qfile), "--input", str(data), "--id-col", "id", "--format",
            "parquet", "--max-trends", "0", "--output"]  # fmt: skip
-    got: dict[str, list[float]] = {"cold": [], "warm": [], "spark cold": []}
+    got: dict[str, list[float]] = {"cold": [], "warm": [], "spark cold": []}  # the Parquet input
     for _ in range(repeats):
         for how in got:
             shutil.rmtree(tmp / "F-out", ignore_errors=True)
@@ -242,8 +244,7 @@ def small_run(case: dict, env: dict, tmp: Path, repeats: int) -> dict[str, float
 
 def measure(case: dict, repeats: int, env: dict, tmp: Path, load: list, serve_pid: int, reconcile: bool = False) -> dict:
     aggregate = case["exact"] is not None
-    run = [sys.executable, "-m", "cetql", "run", str(case["qfile"]), "--input", str(case["data"]), "--format",
-           "parquet", "--max-trends", "0"]  # fmt: skip
+    run = [sys.executable, "-m", "cetql", "run", str(case["qfile"]), "--format", "parquet", "--max-trends", "0"]
     run += ["--exact", case["exact"]] if aggregate else ["--id-col", "id"]
     commands = peer_commands(case, reconcile)
     times: dict[str, list[float]] = {k: [] for k in (*OURS, *commands)}
@@ -254,9 +255,10 @@ def measure(case: dict, repeats: int, env: dict, tmp: Path, load: list, serve_pi
     def ours(how: str) -> tuple[float, float]:
         shutil.rmtree(out, ignore_errors=True)
         server = tree_cpu(serve_pid)
-        flags = (["--no-serve"] if how.endswith("cold") else []) + (["--engine", "spark"] if "spark" in how else [])
-        secs, cpu, err = cpu_run([*run, "--output", str(out), *flags], env, str(tmp))
-        if how.endswith("warm"):  # the client's and what the server spent meanwhile
+        flags = (["--no-serve"] if "cold" in how else []) + (["--engine", "spark"] if "spark" in how else [])
+        given = ["--input", str(case["csv"] if "csv" in how else case["data"])]
+        secs, cpu, err = cpu_run([*run, *given, "--output", str(out), *flags], env, str(tmp))
+        if "warm" in how:  # the client's and what the server spent meanwhile
             cpu += tree_cpu(serve_pid) - server
             said = "using cetql serve at" if "spark" in how else "using cetql serve's warm process"
             if said not in err:
@@ -268,6 +270,7 @@ def measure(case: dict, repeats: int, env: dict, tmp: Path, load: list, serve_pi
         return secs, cpu
 
     ours("warm")  # the server's first runs of this query, not timed
+    ours("warm csv")
     ours("spark warm")
     for i in range(repeats):
         steps = [*OURS, "peer"]
@@ -341,16 +344,17 @@ def write_section(a, results, up: float, load: list, threads: str, small: dict[s
         f"docstring says how the peers are built and driven). Whole-process wall seconds, medians of {a.repeats} runs "
         "taking turns; every run's output checked equal to the peer's (the number of CETs; for COUNT(*), the exact sum "
         "of every (window, id) count, also checked against bench/aggregate.py's independent counts). cetql cold: `cetql "
-        "run … --output DIR --format parquet --no-serve`, every CET written, which runs in process (no Spark: the "
-        "plan's engine for local Parquet written as Parquet); warm: the same command while a `cetql serve` runs "
-        f"(its start, {up:.0f} s, once, not included), handed whole to the serve's warm process. Spark cold and "
-        "warm: the same with `--engine spark` (Spark's start included; warm: on the serve's Spark Connect server). "
+        "run … --output DIR --format parquet --no-serve`, every CET written, which runs on the embedded engine (no "
+        "Spark: the planner's choice for local files), from Parquet and (`csv`) from the same rows as CSV; warm: the "
+        f"same command while a `cetql serve` runs (its start, {up:.0f} s, once, not included), handed whole to the "
+        "serve's warm process. Spark cold and warm: Parquet with `--engine spark` (Spark's start included; warm: on "
+        "the serve's Spark Connect server). "
         f"The peers run every window on {threads} threads, read their own text format with their own parsers (the "
         "reading column) and only count; the fastest of their JVM settings is compared (all medians below).",
         "",
-        "| case | query | events | output | peer, JVM | cetql cold s | cetql warm s | Spark cold s | Spark warm s "
-        "| peer s | peer reading s | cold / peer | warm / peer | Spark cold / peer | Spark warm / peer |",
-        "| --- | --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| case | query | events | output | peer, JVM | " + " | ".join(f"{k} s" for k in OURS) + " | peer s | "
+        "peer reading s | " + " | ".join(f"{k} / peer" for k in OURS) + " |",
+        "| --- | --- | ---: | --- | --- |" + " ---: |" * (2 * len(OURS) + 2),
     ]
     for case, m in results:
         out = case["expected"]

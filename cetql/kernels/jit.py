@@ -64,13 +64,27 @@ def local_codes(x, valid, out):
 
 
 @njit
+def fenwick_query_start(q, op, size):
+    """The first node a query of rank q visits: the Fenwick tree's layout
+    (`index.Fenwick`: ranks reversed for > and >=, so that those asked for
+    are a prefix), written once for the compiled trees (int64 and limbs)."""
+    reverse = op == GT or op == GE
+    end = (size - 1 if reverse else 0) + (1 if op == LE or op == GE else 0)
+    return end + (-q if reverse else q)
+
+
+@njit
+def fenwick_insert_start(r, op, size):
+    """The first node an insertion at rank r updates (`index.Fenwick`)."""
+    return size - r if (op == GT or op == GE) else 1 + r
+
+
+@njit
 def _fenwick_query(tree, q, op, size, zero, lim):
     """Σ of the values at ranks r with `r op q` (index.Fenwick._query_numbers);
     (sum, overflowed)."""
     acc = zero
-    reverse = op == GT or op == GE
-    end = (size - 1 if reverse else 0) + (1 if op == LE or op == GE else 0)
-    i = end + (-q if reverse else q)
+    i = fenwick_query_start(q, op, size)
     while i > 0:
         v = tree[i]
         if acc > lim - v:
@@ -90,8 +104,7 @@ def _insert(tree, r, v, op, size, lim):
             return False
         tree[r] = tree[r] + v
         return True
-    reverse = op == GT or op == GE
-    i = size - r if reverse else 1 + r
+    i = fenwick_insert_start(r, op, size)
     while i <= size:
         if tree[i] > lim - v:
             return False

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from cetql.kernels.jit import njit, segment_ranks, widest
-from cetql.kernels.opcodes import EQ, GE, GT, LE, NONE
+from cetql.kernels.jit import fenwick_insert_start, fenwick_query_start, njit, segment_ranks, widest
+from cetql.kernels.opcodes import EQ, NONE
 
 MAX_LIMBS = 64  # 4,096 bits, 1,233 digits
 WIDE_BYTES = 64 << 20  # the limb arrays of one call: the tree, the tied counts
@@ -138,9 +138,7 @@ def _width(total, w):
 def _query(tree, q, op, size, acc, w):
     """acc = Σ of the rows at ranks r with `r op q` (jit._fenwick_query); True on overflow."""
     acc[:w] = 0
-    reverse = op == GT or op == GE
-    end = (size - 1 if reverse else 0) + (1 if op == LE or op == GE else 0)
-    i = end + (-q if reverse else q)
+    i = fenwick_query_start(q, op, size)
     while i > 0:
         if _add_node(acc, tree, i, w):
             return True
@@ -155,8 +153,7 @@ def _insert(tree, r, v, op, size, w):
         return False
     if op == EQ:
         return _add_to_node(tree, r, v, w)
-    reverse = op == GT or op == GE
-    i = size - r if reverse else 1 + r
+    i = fenwick_insert_start(r, op, size)
     while i <= size:
         if _add_to_node(tree, i, v, w):
             return True

@@ -54,7 +54,7 @@ def test_window_bounds_have_a_type_exactly_when_declared(bounds):
 
 
 def test_the_embedded_engine_makes_only_its_sinks():
-    assert EMBEDDED.sinks == {Sink.PARQUET, Sink.PRINTED}
+    assert EMBEDDED.sinks == {Sink.PARQUET, Sink.PRINTED, Sink.TEXT_FILES}
     assert EMBEDDED.strategies == {Strategy.LOCAL} and EMBEDDED.arithmetic == {Arithmetic.INTEGER}
 
 

@@ -282,6 +282,7 @@ def test_an_embedded_run_never_loads_pyspark(tmp_path, output):
             "file=sys.stderr)")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert done.stderr.strip().splitlines()[-1] == "loaded 0 []", done.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["out"] if output else [])  # nothing left in the folder
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from engines import footer, plan, rows, run_to, write_inputs
+from engines import footer, plan, rows, run_to, text_rows, write_inputs
 from generators import queries, stream
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
@@ -26,7 +26,7 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(H
 SPARK_META = b"org.apache.spark.sql.parquet.row.metadata"
 
 
-def both(spark, text: str, events: list[dict], typed: bool, special: bool, fmt: str, **options):
+def both(spark, text: str, events: list[dict], typed: bool, special: bool, fmt: str, out: str = "parquet", **options):
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         data, by_type = write_inputs(folder, events, typed, special, fmt)
@@ -38,11 +38,16 @@ def both(spark, text: str, events: list[dict], typed: bool, special: bool, fmt: 
         except (QueryError, SchemaError):
             assume(False)
         assert chosen.engine == Engine.EMBEDDED, chosen.reason
-        out = {}
+        got = {}
         for engine in (Engine.EMBEDDED, Engine.SPARK):
-            done = run_to(folder / engine.value, text, data, by_type, engine, spark=spark, id_col="id", **options)
-            out[engine] = (rows(done), footer(done))
-        return out
+            done = run_to(folder / engine.value, text, data, by_type, engine, spark=spark, fmt=out, id_col="id",
+                          **options)  # fmt: skip
+            got[engine] = (rows(done), footer(done)) if out == "parquet" else text_rows(done)
+        return got
+
+
+def check_same_text(out: dict, text: str) -> None:
+    assert out[Engine.EMBEDDED] == out[Engine.SPARK], text
 
 
 def check_same(out: dict, text: str) -> None:
@@ -60,6 +65,18 @@ def test_detection_is_the_same_on_both_engines(spark, data, typed, trend_set, sp
     events = data.draw(stream(typed, special=special))
     assume(events)
     check_same(both(spark, text, events, typed, special, fmt, trends=trend_set, max_trends=0), text)
+
+
+@SETTINGS
+@given(st.data(), st.booleans(), st.sampled_from(["csv", "json"]))
+def test_text_files_are_the_same_on_both_engines(spark, data, aggregation, out):
+    """CSV and JSON-lines files, as text: doubles as Java writes them (NaN,
+    ±infinity, -0.0 among them), the events of a trend, nulls."""
+    text = data.draw(queries(aggregation, repeated_types=True, special=True))
+    events = data.draw(stream(False, special=True))
+    assume(events)
+    options = {} if aggregation else {"trends": "ALL", "max_trends": 0}
+    check_same_text(both(spark, text, events, False, True, "parquet", out, **options), text)
 
 
 @SETTINGS
@@ -144,3 +161,39 @@ def test_every_time_kind_is_read_alike_by_both_engines(spark, tmp_path, kind, zo
         out[engine] = (rows(done), footer(done))
     check_same(out, f"{kind} in {zone}")
     assert len(out[Engine.EMBEDDED][0]) > 100
+    texts = {}
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)  # as the session `cetql run --time-zone` starts has it
+    try:
+        for engine in (Engine.EMBEDDED, Engine.SPARK):
+            for out_format in ("csv", "json"):
+                done = run_to(tmp_path / f"{engine.value}-{out_format}", text, data, {}, engine, spark=spark,
+                              fmt=out_format, id_col="id", time_zone=zone)  # fmt: skip
+                texts.setdefault(out_format, {})[engine] = text_rows(done)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    for got in texts.values():
+        check_same_text(got, f"{kind} in {zone}")
+
+
+TEXTS = ["plain", "with,comma", 'q"uote', "new\nline", " lead", "trail ", "", "é", "back\\slash", 'both\\"', None]
+
+
+def test_text_values_are_written_alike(spark, tmp_path):
+    """Keys of every awkward text (a comma, a quote, a line break, blanks
+    around, empty, non-ASCII, a backslash, null) in CSV and JSON files, and
+    an aggregate's doubles: the same text from both engines."""
+    import pyarrow as pa
+
+    n = 40
+    table = pa.table({"ts": list(range(n)), "id": list(range(n)), "k": [TEXTS[i % len(TEXTS)] for i in range(n)],
+                      "x": [float(i % 7) / 3 for i in range(n)]})  # fmt: skip
+    pq.write_table(table, tmp_path / "in.parquet")
+    data = str(tmp_path / "in.parquet")
+    for text in ("PATTERN E+ e[] WHERE [k] WITHIN 20 SLIDE 10",
+                 "RETURN k, COUNT(*), AVG(e.x), MAX(e.x) PATTERN E+ e[] WHERE [k] GROUP-BY k WITHIN 20"):  # fmt: skip
+        for out_format in ("csv", "json"):
+            got = {e: text_rows(run_to(tmp_path / f"{e.value}-{out_format}-{len(text)}", text, data, {}, e, spark=spark,
+                                       fmt=out_format, id_col="id"))  # fmt: skip
+                   for e in (Engine.EMBEDDED, Engine.SPARK)}
+            check_same_text(got, f"{text} as {out_format}")

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import cetql
 from cetql.base.options import Engine, OutputFormat, OutputMode, RunOptions, Sink
 from cetql.surfaces.cli.flags import known_inputs
-from cetql.surfaces.output import resolve_output, write, write_batches
+from cetql.surfaces.output import resolve_output, write, write_batches, write_text_batches
 
 TYPES = {"ts": pa.int64(), "id": pa.int64(), "x": pa.int64(), "g": pa.string(), "k": pa.string(), "y": pa.float64()}
 
@@ -50,28 +50,47 @@ def write_inputs(folder: Path, events: list[dict], typed: bool, special: bool, f
                   for t in sorted({e["__type"] for e in events})}  # fmt: skip
 
 
-def plan(text: str, data, by_type: dict, engine: Engine, **options):
-    """The plan `cetql run … --output DIR` makes (Parquet out), on `engine`."""
-    inputs = known_inputs(data, by_type, "ts")
-    opts = replace(RunOptions.of(**options), engine=engine, sink=Sink.PARQUET)
+def plan(text: str, data, by_type: dict, engine: Engine, sink: Sink = Sink.PARQUET, **options):
+    """The plan `cetql run … --output DIR` makes (Parquet out, or `sink`), on `engine`."""
+    inputs = known_inputs(data, by_type, "ts", options.get("time_zone") or "UTC")
+    opts = replace(RunOptions.of(**options), engine=engine, sink=sink)
     return cetql.compile(text, {}, options=opts, inputs=inputs, strict_params=True)
 
 
-def run_to(folder: Path, text: str, data, by_type: dict, engine: Engine, spark=None, **options) -> Path:
-    """The result written as `cetql run --output` writes it, by `engine`."""
-    compiled = plan(text, data, by_type, engine, **options)
+def run_to(folder: Path, text: str, data, by_type: dict, engine: Engine, spark=None, fmt: str = "parquet",
+           **options) -> Path:  # fmt: skip
+    """The result written as `cetql run --output DIR --format fmt` writes it, by `engine`."""
+    out = OutputFormat(fmt)
+    compiled = plan(text, data, by_type, engine, sink=Sink.PARQUET if out == OutputFormat.PARQUET else Sink.TEXT_FILES,
+                    **options)  # fmt: skip
     assert compiled.plan.engine.engine == engine, compiled.plan.engine.reason
-    target = resolve_output(str(folder), OutputMode.ERROR, fmt=OutputFormat.PARQUET)
+    target = resolve_output(str(folder), OutputMode.ERROR, fmt=out)
     if engine == Engine.EMBEDDED:
-        from cetql.backends.embedded.run import execute
+        from cetql.backends.embedded.run import execute, zone_of
 
         result = execute(compiled.plan)
-        write_batches(result.schema, result.batches, target)
+        if out == OutputFormat.PARQUET:
+            write_batches(result.schema, result.batches, target)
+        else:
+            zone = zone_of(compiled.options.time_zone)
+            write_text_batches(result.schema, result.batches, target, out, zone)
     else:
         given = data if data is not None else by_type
         execution = compiled.execution(given, spark=spark, options=compiled.options)
-        write(execution.dataframe, target, OutputFormat.PARQUET)
+        write(execution.dataframe, target, out)
     return folder
+
+
+def text_rows(folder: Path) -> tuple[set, list[str]]:
+    """(the headers of a folder of CSV files, or none for JSON; every other line, sorted)."""
+    headers, lines = set(), []
+    for part in sorted(folder.glob("part-*")):
+        got = part.read_text(encoding="utf-8").splitlines()
+        if part.suffix == ".csv" and got:
+            headers.add(got[0])
+            got = got[1:]
+        lines += got
+    return headers, sorted(lines)
 
 
 def footer(folder: Path) -> pa.Schema:

@@ -202,7 +202,7 @@ def test_a_misspelt_required_option_is_named_before_the_one_missing():
     ([], "error: give a command: compile, run, repl, gen, draw or serve"),
     (["compile", KITING, "--max", "1"], "error: ambiguous option: --max could match --max-trends, --max-windows"),
     (["run", KITING, KITING, "--input", CHECKS], f"error: unexpected argument '{KITING}'"),
-    (["run", KITING, "--input", CHECKS, "--limit", "-1"], "error: --limit must be zero (all rows) or positive"),
+    (["run", KITING, "--input", CHECKS, "--limit", "-1"], "error: --limit -1: must be zero or positive"),
     (["run", KITING, "--input", CHECKS, "--time-zone", "-05:00"], "error: argument --time-zone: expected one argument"),
 ])  # fmt: skip
 def test_other_command_line_errors_are_one_line(argv, said):

@@ -680,7 +680,7 @@ def test_server_dies_mid_query(tmp_path):
         out = tmp_path / "out"
         client = subprocess.Popen(
             [sys.executable, "-m", "cetql", "run", str(query), "--input", str(data), "--id-col", "id",
-             "--max-trends", "0", "--output", str(out), "--remote", f"sc://127.0.0.1:{port}"],
+             "--max-trends", "0", "--output", str(out), "--remote", f"sc://127.0.0.1:{port}", "--no-serve"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=spark_env(CETQL_CONNECT_RETRY_SECONDS="6"),
             cwd=tmp_path,
         )  # fmt: skip

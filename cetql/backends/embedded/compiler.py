@@ -15,6 +15,9 @@ what it runs is what `capabilities` declares.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -52,9 +55,12 @@ class Result:
 
 def connect() -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the session settings every run uses: UTC
-    (no machine zone in any value), errors for overflow and for what SQL
-    leaves undefined, every core."""
-    con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1)})
+    (no machine zone in any value), every core, and what it spills to disk
+    in a folder of its own under the system's temporary folder, removed with
+    the connection (DuckDB's default is `.tmp` in the working folder)."""
+    spill = tempfile.mkdtemp(prefix="cetql-duckdb-")
+    con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1), "temp_directory": spill})
+    weakref.finalize(con, shutil.rmtree, spill, True)
     con.execute("SET TimeZone = 'UTC'").fetchall()
     return con
 

@@ -14,10 +14,10 @@ import pyarrow as pa
 from cetql.backends.embedded import compiler
 from cetql.backends.embedded.compiler import Result
 from cetql.backends.embedded.output import ArithmeticOverflow, overflow
-from cetql.backends.embedded.results import EmbeddedRows
+from cetql.backends.embedded.results import EmbeddedRows, zone_of
 from cetql.base.errors import OVERFLOW_MESSAGE, CetqlError
 
-__all__ = ["execute", "failures", "rows"]
+__all__ = ["execute", "failures", "rows", "zone_of"]
 
 
 class RunFailed(CetqlError):

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from pyspark.sql import functions as F
 
+from cetql.backends.spark.sql import quote
 from cetql.base.errors import UsageError
 from cetql.base.words import did_you_mean
 
@@ -21,7 +22,7 @@ class SparkRows:
         self._order = order
 
     def ordered(self, limit: int) -> Iterator[dict]:
-        keys = [F.col(f"`{c}`") for c in self._order if c != "events"]
+        keys = [F.col(quote(c)) for c in self._order if c != "events"]
         if "events" in self._order:
             keys += [F.element_at("events", 1), F.col("events")]
         chosen = self.df.orderBy(*[k.asc_nulls_first() for k in keys])

@@ -74,7 +74,8 @@ def physical(logical: L.LogicalPlan) -> PhysicalPlan:
         phys_root = Aggregate(root.trends, template, (), _targets(root, logical.query, names, derived),
                               root.algorithm.choice, root.complete.choice if root.complete else K.PER_STATE,
                               logical.options.kernel, root.numbers.choice, logical.find(L.Windows).propagate)  # fmt: skip
-    phys_root = replace(phys_root, derived=tuple(Derived(c, e) for c, e in derived.items()))
+    phys_root = replace(phys_root, derived=tuple(Derived(c, e) for c, e in derived.items()),
+                        compiled=logical.options.compiled)  # fmt: skip
     scan = _scan(logical, names, filt, partition, phys_root)
     stream = _stateful(logical, names, windows, partition)
     return PhysicalPlan(logical, names, scan, filt, windows, partition, phys_root, _assumed(logical), stream)

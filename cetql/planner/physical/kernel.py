@@ -32,7 +32,7 @@ def kernel_spec(p: PhysicalPlan) -> K.DetectSpec | K.AggregateSpec:
             batch_events=root.batch_events,
             shared_graph=root.shared_graph,
             state_keys=state_keys,
-            compiled=p.logical.options.compiled,
+            compiled=root.compiled,
         )
     assert isinstance(root, Aggregate)
     outputs = tuple(k for k in part.keys if k.output is not None)
@@ -53,5 +53,5 @@ def kernel_spec(p: PhysicalPlan) -> K.DetectSpec | K.AggregateSpec:
         state_keys=state_keys,
         propagate=root.propagate,
         max_shared_cells=MAX_SHARED_CELLS,
-        compiled=p.logical.options.compiled,
+        compiled=root.compiled,
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
 
-from cetql.base.options import Algorithm, Completeness, Engine, Exact, Kernel, Sharing, Strategy, TrendSet
+from cetql.base.options import Algorithm, Compiled, Completeness, Engine, Exact, Kernel, Sharing, Strategy, TrendSet
 from cetql.kernels import spec as K
 from cetql.planner.logical.plan import FileStamp, InvalidRows, LateEvents, LogicalPlan, Numbers, Prefilter
 from cetql.planner.physical.ranges import TimeRange
@@ -234,6 +234,7 @@ class Detect:
     with_rows: bool
     prefilter: Prefilter | None  # the distributed strategy
     split: int | None = None  # distributed: groups of at most this many events run locally (None: none does)
+    compiled: Compiled = Compiled.AUTO  # where the kernels' compiled loops run (`kernels.select`)
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,7 @@ class Aggregate:
     kernel: Kernel
     numbers: Numbers
     propagate: bool
+    compiled: Compiled = Compiled.AUTO  # where the kernels' compiled loops run (`kernels.select`)
 
     @property
     def approx(self) -> bool:

@@ -4,7 +4,7 @@ what the kernel receives — every fact `kernel.kernel_spec` reads."""
 
 from __future__ import annotations
 
-from cetql.base.options import Strategy, TrendSet
+from cetql.base.options import Engine, Strategy, TrendSet
 from cetql.kernels import select
 from cetql.kernels import spec as K
 from cetql.planner.logical.plan import Prefilter
@@ -85,6 +85,9 @@ def _partition(p: PhysicalPlan) -> list[str]:
     if p.stream is not None:  # Spark's stateful shuffle: its partitions are the checkpoint's
         lines = [f"hash({', '.join(part.group)}) into the stream's state partitions (spark.sql.shuffle.partitions, "
                  "kept by the checkpoint): a key per value"]  # fmt: skip
+    elif p.engine.engine == Engine.EMBEDDED:
+        lines = [f"sorted by ({', '.join(part.group)}, {p.names.time}, {p.names.id}) in DuckDB, cut at window "
+                 "boundaries into a slice a core: a kernel group per value of the first"]  # fmt: skip
     else:
         lines = [f"hash({', '.join(part.group)}) into {part.partitions} partitions, each sorted by "
                  f"({', '.join(part.group)}, {p.names.time}, {p.names.id}): a kernel group per value of the first"]
@@ -136,6 +139,8 @@ def _detect_head(p: PhysicalPlan, r: Detect) -> str:
                 "aggregation over the runs")  # fmt: skip
     if r.strategy == Strategy.DISTRIBUTED:
         return f"distributed: pre-filter {r.prefilter.value}, then one recursive query extends paths by a join per round"
+    if p.engine.engine == Engine.EMBEDDED:
+        return "local: one kernel call a slice (a thread each), groups walked one by one"
     return "local: mapInArrow, one kernel call per partition, groups walked one by one"
 
 
@@ -153,7 +158,9 @@ def _root(p: PhysicalPlan) -> tuple[str, list[str]]:
             lines.insert(1, f"stores up to {edges} a group, output batches of {r.batch_events:,} event ids; "
                          f"shared graph {'yes' if r.shared_graph else 'no'}; rows {'yes' if r.with_rows else 'no'}")  # fmt: skip
         return head, lines + _template(r.template)
-    call = "one kernel call a key when its timer fires" if p.stream is not None else "mapInArrow, one kernel call per partition"
+    call = ("one kernel call a key when its timer fires" if p.stream is not None
+            else "one kernel call a slice (a thread each)" if p.engine.engine == Engine.EMBEDDED
+            else "mapInArrow, one kernel call per partition")  # fmt: skip
     head = f"{r.algorithm.value}: {call}; {r.trend_set.value} trends"
     lines.insert(0, "aggregates: " + ", ".join(f"{t.name} ({t.func}{' of ' + t.state if t.state else ''}"
                                                  f"{', ' + t.value if t.value else ''}; {t.kind})" for t in r.targets))  # fmt: skip

@@ -16,7 +16,7 @@ from cetql.surfaces.api.query import check_inputs, compile
 from cetql.surfaces.arguments import parse_inputs, parse_params, read_query
 from cetql.surfaces.cli.flags import known_inputs, run_options
 from cetql.surfaces.cli.said import say_dropped, say_written
-from cetql.surfaces.output import resolve_output, write_batches
+from cetql.surfaces.output import resolve_output, write_batches, write_text_batches
 from cetql.surfaces.render import print_result, sort_columns
 from cetql.surfaces.serve.state import NOT_HERE
 
@@ -90,8 +90,12 @@ def run_embedded(plan, target, fmt: OutputFormat | None, args, show) -> int:
     started = time.monotonic()
     with run.failures():
         result = run.execute(plan)
-        if target is not None:
+        if target is not None and fmt == OutputFormat.PARQUET:
             rows = write_batches(result.schema, result.batches, target)
+            say_written(rows, plan.kind, args, fmt, started)
+        elif target is not None:  # CSV or JSON lines, as Spark's writers write them
+            zone = run.zone_of(plan.logical.options.time_zone)
+            rows = write_text_batches(result.schema, result.batches, target, fmt, zone)
             say_written(rows, plan.kind, args, fmt, started)
         else:
             rows = run.rows(result, sort_columns(list(result.schema.names), plan.kind.value))

@@ -8,8 +8,15 @@ from cetql.surfaces.output.paths import resolve_output
 from cetql.surfaces.output.shapes import check_append_shape, existing_shape
 from cetql.surfaces.output.staging import Terminated, recover, rename_noreplace, staged, staging_path
 from cetql.surfaces.output.target import FILE, FOLDER, Target
-from cetql.surfaces.output.writers import count_rows, prepare_for_format, write, write_batches, write_file
+from cetql.surfaces.output.writers import (
+    count_rows,
+    prepare_for_format,
+    write,
+    write_batches,
+    write_file,
+    write_text_batches,
+)
 
 __all__ = ["FILE", "FOLDER", "Target", "Terminated", "check_append_shape", "count_rows", "existing_shape",
            "prepare_for_format", "recover", "rename_noreplace", "resolve_output", "staged", "staging_path", "write",
-           "write_batches", "write_file"]  # fmt: skip
+           "write_batches", "write_file", "write_text_batches"]  # fmt: skip

@@ -118,6 +118,32 @@ def write_batches(schema, batches, target: Target) -> int | None:
     return rows if stage.written else None
 
 
+def write_text_batches(schema, batches, target: Target, fmt: OutputFormat, zone) -> int | None:
+    """Write Arrow batches (the embedded engine's result) as one CSV or JSON
+    lines file in a folder laid out as Spark's (`part-…` and `_SUCCESS`),
+    the values written as Spark's writers write them (`embedded.text`),
+    through the same staging as `write`: the rows written, or None."""
+    from cetql.backends.embedded import text  # start-up cost: only when a run writes text files
+
+    if target.skip:
+        return None
+    if target.mode == OutputMode.APPEND and target.existed:
+        _check_shape(target, [(f.name, spark_type_name(f.type)) for f in schema], fmt)
+    lines = text.csv_lines if fmt == OutputFormat.CSV else text.json_lines
+    rows = 0
+    with staged(target) as stage:
+        stage.path.mkdir()
+        part = stage.path / f"part-00000-{uuid.uuid4()}-c000.{fmt.value}"
+        with open(part, "w", encoding="utf-8", newline="") as out:
+            for line in lines(schema, batches, zone):
+                out.write(line)
+        rows = count_rows(stage.path, fmt)
+        (stage.path / "_SUCCESS").touch()
+        if target.kind == FILE:
+            stage.source = part
+    return rows if stage.written else None
+
+
 def write_file(target: Target, render) -> bool:
     """`render(path)` writes one file; it is moved into place as `target`.
     False when mode ignore found the target there."""
