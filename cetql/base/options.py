@@ -131,6 +131,7 @@ DEFAULT_MAX_WINDOWS = 100_000  # windows one event may fall in (WITHIN / SLIDE)
 # Memory of one detection group beyond its events (--memory-budget): half
 # for the graph's stored edges, half for the output batch being filled.
 DEFAULT_MEMORY_BUDGET = 512 << 20  # half of Spark's default executor memory (1g)
+NODE_BYTES = 200  # one event of a group in the local kernel (its columns as Python lists): the planner's estimate
 EDGE_BYTES = 48  # one stored edge: a list slot (over-allocated) and an int object (test_kernels measures it)
 BATCH_EVENT_BYTES = 96  # one event id of an output batch: the Python lists, then the Arrow arrays
 MAX_BATCH_EVENTS = 1_000_000  # event ids in one output batch, whatever the budget

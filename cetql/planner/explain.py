@@ -105,8 +105,12 @@ def _detect_lines(node: Detect, _plan) -> tuple[str, list[str]]:
     lines += _transition_lines(node.transitions)
     lines += [f"cross: {c.text} — {c.reason}" for c in node.cross]
     lines.append(f"guard: {node.guard}")
+    if node.estimate is not None:
+        lines.append(f"estimate: {node.estimate}")
     if node.prefilter is not None:
         lines.append(f"pre-filter: {node.prefilter}")
+    if node.split is not None:
+        lines.append(f"split: {node.split}")
     if node.memory is not None:
         lines.append(f"memory: {format_size(node.memory.choice)} — {node.memory.reason}")
     lines.append(f"cost: {node.cost}")
@@ -203,6 +207,13 @@ def _decision(d: Decision | None):
     return {"choice": choice, "reason": d.reason}
 
 
+def _estimate(d: Decision | None):
+    if d is None or d.choice is None:
+        return _decision(d)
+    e = d.choice
+    return {"choice": {"events": e.events, "nodes": e.nodes, "edges": e.edges, "bytes": e.bytes}, "reason": d.reason}
+
+
 def _jsonable(v):
     if isinstance(v, Decimal):
         return _num(v)
@@ -245,6 +256,7 @@ def plan_data(plan: LogicalPlan) -> list[dict]:
             if isinstance(node, Detect):
                 d.update(strategy=_decision(node.strategy), guard=_decision(node.guard), memory=_decision(node.memory),
                          max_edges=node.max_edges, batch_events=node.batch_events, prefilter=_decision(node.prefilter),
+                         estimate=_estimate(node.estimate), split=_decision(node.split),
                          cross=[c.text for c in node.cross], with_rows=node.with_rows)  # fmt: skip
             else:
                 d.update(algorithm=_decision(node.algorithm), complete=_decision(node.complete),

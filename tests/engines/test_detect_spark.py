@@ -321,10 +321,13 @@ def test_aggregation_over_maximal_trends_is_refused_clearly(spark):
         spark.cet("RETURN COUNT(*) PATTERN A+ WITHIN 10", df, trends="maximal")
 
 
-def test_distributed_refuses_seq_patterns(spark):
-    df = _events(spark, [(1, 1, 1.0)], "id long, ts long, rate double")
-    with pytest.raises(cetql.CetqlError, match="distributed strategy"):
-        spark.cet("PATTERN SEQ(Activity a, Activity+ b[]) WITHIN 10", df, strategy="distributed")
+def test_distributed_runs_seq_patterns_as_local_does(spark):
+    """A SEQ runs as template runs (`spark.runs`); test_distributed.py checks every pattern class."""
+    df = _events(spark, [(1, 1, 1.0), (2, 2, 3.0), (3, 3, 2.0), (4, 4, 5.0)], "id long, ts long, rate double")
+    text = "PATTERN SEQ(Activity a, Activity+ b[]) WHERE a.rate < b.rate WITHIN 10"
+    got = {strategy: sorted(tuple(r["events"]) for r in spark.cet(text, df, id_col="id", strategy=strategy).collect())
+           for strategy in ("local", "distributed")}  # fmt: skip
+    assert got["distributed"] == got["local"] == [(1, 2, 3, 4), (1, 2, 4), (1, 3, 4), (1, 4)]  # inserting is not appending
 
 
 def test_graphframes_prefilter_is_the_plans_choice(spark):

@@ -124,7 +124,6 @@ def test_index_per_transition():
 @pytest.mark.parametrize(
     "text,options,message",
     [
-        ("PATTERN SEQ(A a, B+ b[]) WITHIN 5", {"strategy": "distributed"}, "distributed strategy"),
         ("RETURN COUNT(*) PATTERN A+ WITHIN 5", {"strategy": "local"}, "strategy chooses how detection"),
         ("RETURN COUNT(*) PATTERN A+ WITHIN 5", {"trends": "maximal"}, "not MAXIMAL"),
         ("RETURN COUNT(*) PATTERN A+ WITHIN 5", {"with_rows": True}, "with_rows=True"),

@@ -76,7 +76,8 @@ CASES = [
     ("test_nan_parameter", "`--param ratio=nan`", "exit 2: a parameter must be a finite number"),
     ("test_param_without_value", "`--param ratio`", "exit 2: not of the form name=value"),
     ("test_unbound_parameter_refused_early", "an unbound parameter", "exit 2 before Spark starts"),
-    ("test_distributed_seq_refused_early", "`--strategy distributed` on a SEQ pattern", "exit 2 before Spark starts, saying why"),
+    ("test_distributed_with_a_memory_budget_refused_early", "`--strategy distributed` with `--memory-budget`",
+     "exit 2 before Spark starts, saying why"),
     ("test_maximal_aggregation_refused_early", "`--trends maximal` on an aggregation", "exit 2 before Spark starts"),
     ("test_bogus_master", "`--master bogus://x`", "exit 2: unknown Spark master"),
     ("test_unreachable_remote", "`--remote sc://…` where no server listens", "exit 1 within seconds: cannot reach the Spark Connect server, and why; no traceback"),
@@ -499,10 +500,10 @@ def test_unbound_parameter_refused_early(no_jvm, q, tmp_path):
     assert no_jvm() and "Traceback" not in proc.stderr
 
 
-def test_distributed_seq_refused_early(no_jvm, q, checks):
+def test_distributed_with_a_memory_budget_refused_early(no_jvm, q, checks):
     proc = _subprocess("run", q("PATTERN SEQ(Check a, Check+ b[]) WITHIN 3"), "--input", checks,
-                                "--strategy", "distributed")  # fmt: skip
-    assert proc.returncode == 2 and "distributed strategy (ABI Algorithm 2) extracts E+ patterns" in proc.stderr
+                       "--strategy", "distributed", "--memory-budget", "1m")  # fmt: skip
+    assert proc.returncode == 2 and "--memory-budget bounds the local strategy's groups" in proc.stderr
     assert no_jvm() and "Traceback" not in proc.stderr
 
 

@@ -10,7 +10,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from cetql.backends.inputs import casts, times
+from cetql.backends.inputs import casts, stats, times
 from cetql.backends.inputs.stamps import stamp
 from cetql.base.errors import SchemaError, UsageError
 from cetql.planner.semantics.schema import Schema
@@ -99,7 +99,7 @@ def _with_footers(source: Source) -> Source:
         size += sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
         if arrow is None:
             arrow = tuple((field.name, str(field.type)) for field in meta.schema.to_arrow_schema())
-    return replace(source, rows=rows, size=size, arrow=arrow or ())
+    return replace(source, rows=rows, size=size, arrow=arrow or (), stats=stats.of_parquet(source.files, rows))
 
 
 def _check_names(columns, spec) -> None:

@@ -20,7 +20,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from cetql.backends.inputs import refusals
 from cetql.backends.spark import checks, reader
 from cetql.backends.spark.arrow import batch_schema
-from cetql.backends.spark.distributed import extract
+from cetql.backends.spark.distributed import extract, split_groups
 from cetql.backends.spark.exchange import sorted_groups
 from cetql.backends.spark.exprs import column, holds
 from cetql.backends.spark.sql import quote
@@ -221,16 +221,23 @@ def _with_rows(plan: PhysicalPlan, df: DataFrame) -> tuple[DataFrame, tuple[str,
     return df.withColumn(plan.names.row, F.struct(*[F.col(quote(c)) for c in user])), (plan.names.row,)
 
 
+def _local_detect(plan: PhysicalPlan, spec, df: DataFrame) -> DataFrame:
+    df = sorted_groups(plan, df)
+    schema = process.detect_schema(spec, batch_schema(df))
+    return df.mapInArrow(process.detect_fn(spec), from_arrow_schema(schema))
+
+
 def detect(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     spec = kernel_spec(plan)
     df, extra = _with_rows(plan, df)
     df = _kernel_columns(plan, df, extra)
-    if plan.root.strategy == Strategy.DISTRIBUTED:
+    if plan.root.strategy == Strategy.DISTRIBUTED and plan.root.split:  # big groups distributed, the rest local
+        big, small = split_groups(plan, df)
+        trends = extract(plan, spec, big).unionByName(_local_detect(plan, spec, small))
+    elif plan.root.strategy == Strategy.DISTRIBUTED:
         trends = extract(plan, spec, df)
     else:
-        df = sorted_groups(plan, df)
-        schema = process.detect_schema(spec, batch_schema(df))
-        trends = df.mapInArrow(process.detect_fn(spec), from_arrow_schema(schema))
+        trends = _local_detect(plan, spec, df)
     start, end = window_bounds(plan)
     cols = [start.alias("window_start"), end.alias("window_end")]
     cols += [F.col(k.column).alias(k.attr) for k in plan.partition.keys]

@@ -1,4 +1,4 @@
-"""The distributed strategy for `E+`: ABI's pre-filter (Algorithm 3) and
+"""The distributed strategy: for `E+`, ABI's pre-filter (Algorithm 3) and
 join-based extraction (Algorithm 2), as one lazy DataFrame.
 
 Pre-filter — which events start a trend (no predecessor) and which end one
@@ -19,6 +19,9 @@ Guard — each group's trends are counted by the local kernel's propagation
 before any path is extended; a group over the limit fails the query with the
 local strategy's message.
 
+Any other pattern runs as template runs (`runs`, over the run graph of
+`nodes`); the guard is the same.
+
 Extraction — one recursive query (`WITH RECURSIVE`): paths start at the
 sources and each round joins the open paths with the events that extend
 them; a path that reaches a sink is a trend.  Spark runs the rounds when an
@@ -30,9 +33,11 @@ from __future__ import annotations
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from cetql.backends.spark import runs
 from cetql.backends.spark.arrow import batch_schema
 from cetql.backends.spark.exchange import sorted_groups
 from cetql.backends.spark.exprs import holds, quote
+from cetql.backends.spark.nodes import negation_spans
 from cetql.backends.sql.dialects import SPARK
 from cetql.backends.sql.expressions import condition
 from cetql.base.options import TrendSet
@@ -188,8 +193,11 @@ def guarded(plan: PhysicalPlan, spec: K.DetectSpec, ev, sources):
 def extract(plan: PhysicalPlan, spec: K.DetectSpec, ev):
     """ABI Algorithm 2 as one recursive query; the trends in the kernel's
     output layout (group columns, events, length[, rows])."""
+    if plan.root.prefilter == Prefilter.RUNS:  # any other pattern: template runs (`runs`)
+        ev = ev.persist()  # read by the guard, the negations, the nodes and edges: built once
+        return runs.extract(spec, ev, negation_spans(plan, spec, ev), lambda anchors: guarded(plan, spec, ev, anchors))
     c = spec.columns
-    ev = prefilter(plan.root.prefilter, spec, ev)
+    ev = prefilter(plan.root.prefilter, spec, ev).persist()  # every round joins it: built once
     every = spec.trend_set == TrendSet.ALL
     sources = guarded(plan, spec, ev, ev.filter(F.col(SRC)))
     cols = ev.columns
@@ -213,3 +221,11 @@ def extract(plan: PhysicalPlan, spec: K.DetectSpec, ev):
         f"{'' if every else ' WHERE ' + quote('p_' + SNK)}"
     )
     return ev.sparkSession.sql(text, sources=sources, ev=ev)
+
+
+def split_groups(plan: PhysicalPlan, ev):
+    """(the events of groups over the plan's split, the others): each
+    group's events counted (one aggregate), both lazy."""
+    group = list(plan.partition.group)
+    big = ev.groupBy(*group).count().filter(F.col("count") > F.lit(plan.root.split)).select(*group)
+    return ev.join(big, group, "left_semi"), ev.join(big, group, "left_anti")

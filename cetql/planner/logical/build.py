@@ -32,6 +32,7 @@ from cetql.planner.logical.rules import (
     algorithm,
     capabilities,
     cost,
+    estimate,
     guard,
     indexes,
     invalid,
@@ -45,7 +46,7 @@ from cetql.planner.logical.rules import (
 )
 from cetql.planner.semantics import ir
 
-RULES = (trend_set, capabilities, keys, indexes, algorithm, strategy, streaming, windows, guard, memory, partitions,
+RULES = (trend_set, capabilities, keys, indexes, algorithm, estimate, strategy, streaming, windows, guard, memory, partitions,
          invalid, cost)  # fmt: skip
 
 
@@ -106,7 +107,7 @@ def _assemble(d: Draft) -> Detect | Aggregate:
     if d.detection:
         return Detect(part, q.template, d.transitions, tuple(q.of_kind(ir.CrossPredicate)), d.trend_set, d.strategy,
                       d.guard, d.options.with_rows, d.cost, d.memory, d.max_edges, d.batch_events or 0,
-                      d.prefilter)  # fmt: skip
+                      d.prefilter, d.estimate, d.split)  # fmt: skip
     return Aggregate(part, q.template, d.transitions, q.aggregates, q.group_by, d.trend_set, d.algorithm, d.complete,
                      d.numbers, d.cost)  # fmt: skip
 

@@ -16,7 +16,7 @@ from enum import Enum, StrEnum
 from typing import Generic, TypeVar
 
 from cetql.base.errors import UsageError
-from cetql.base.options import Algorithm, Completeness, Index, RunOptions, Sharing, Strategy, TrendSet
+from cetql.base.options import Algorithm, Completeness, Index, RunOptions, Sharing, Strategy, TrendSet, format_size
 from cetql.language.units import UNIT_ALIASES, UNIT_SECONDS
 from cetql.planner.semantics import ir
 from cetql.planner.semantics.schema import Schema
@@ -57,6 +57,7 @@ class Prefilter(StrEnum):
     SEMI_JOIN = "semi-join"  # semi-joins with the whole step condition
     GRAPHFRAMES = "graphframes"  # GraphFrames' degrees over the (linear) edge list
     NONE = "none"  # ALL trends: every event starts a path, none is a sink
+    RUNS = "template runs"  # any other pattern: runs over the template's transitions, completeness by kinds of runs
 
 
 def display(choice) -> str:
@@ -283,6 +284,22 @@ class TransitionPlan:
 
 
 @dataclass(frozen=True)
+class GroupEstimate:
+    """The largest (window, partition) group a detection would build, as
+    estimated from the inputs' statistics before anything runs: its
+    events, the run graph's nodes and edges, and the bytes one task would
+    hold for them (the local strategy's graph)."""
+
+    events: int
+    nodes: int
+    edges: int
+    bytes: int
+
+    def __str__(self) -> str:
+        return f"{self.events:,} events, {self.nodes:,} nodes, {self.edges:,} edges, ~{format_size(self.bytes)} a group"
+
+
+@dataclass(frozen=True)
 class Detect:
     child: Partition
     template: Template
@@ -297,6 +314,8 @@ class Detect:
     max_edges: int | None = None  # a group's graph stores its edges up to this many
     batch_events: int = 1_000_000  # event ids in one output batch
     prefilter: Decision[Prefilter] | None = None  # the distributed strategy: sources and sinks
+    estimate: Decision[GroupEstimate | None] | None = None  # the largest group, from the inputs' statistics
+    split: Decision[int] | None = None  # distributed by cost: groups of at most this many events run locally
 
     @property
     def trends(self) -> TrendSet:

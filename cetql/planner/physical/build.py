@@ -68,7 +68,8 @@ def physical(logical: L.LogicalPlan) -> PhysicalPlan:
     if isinstance(root, L.Detect):
         phys_root = Detect(root.strategy.choice, root.trends, template, (), root.guard.choice, root.max_edges,
                            root.batch_events, logical.find(L.Windows).shared_graph, root.with_rows,
-                           root.prefilter.choice if root.prefilter else None)  # fmt: skip
+                           root.prefilter.choice if root.prefilter else None,
+                           root.split.choice if root.split else None)  # fmt: skip
     else:
         phys_root = Aggregate(root.trends, template, (), _targets(root, logical.query, names, derived),
                               root.algorithm.choice, root.complete.choice if root.complete else K.PER_STATE,

@@ -233,6 +233,7 @@ class Detect:
     shared_graph: bool
     with_rows: bool
     prefilter: Prefilter | None  # the distributed strategy
+    split: int | None = None  # distributed: groups of at most this many events run locally (None: none does)
     compiled: Compiled = Compiled.AUTO  # where the kernels' compiled loops run (`kernels.select`)
 
 

@@ -4,9 +4,10 @@ what the kernel receives — every fact `kernel.kernel_spec` reads."""
 
 from __future__ import annotations
 
-from cetql.base.options import Engine, Strategy
+from cetql.base.options import Engine, Strategy, TrendSet
 from cetql.kernels import select
 from cetql.kernels import spec as K
+from cetql.planner.logical.plan import Prefilter
 from cetql.planner.physical.kernel import kernel_spec
 from cetql.planner.physical.plan import Arithmetic, Detect, PhysicalPlan, TimeCast, WindowKeys
 
@@ -128,19 +129,29 @@ def _template(t: K.TemplateSpec, indent: str = "") -> list[str]:
     return lines
 
 
+def _detect_head(p: PhysicalPlan, r: Detect) -> str:
+    if p.stream is not None:
+        return "local: one kernel call a key when its timer fires, over its closed windows' events"
+    if r.strategy == Strategy.DISTRIBUTED and r.prefilter == Prefilter.RUNS:
+        return ("distributed: template runs — the run graph's edges (a join a transition, negations anti-joined "
+                "on their spans), then one recursive query extends every run by a join a round (START, POISON"
+                f"{', PENDING, INSERTED' if r.trend_set == TrendSet.MAXIMAL else ''}), the trend set by one "
+                "aggregation over the runs")  # fmt: skip
+    if r.strategy == Strategy.DISTRIBUTED:
+        return f"distributed: pre-filter {r.prefilter.value}, then one recursive query extends paths by a join per round"
+    if p.engine.engine == Engine.EMBEDDED:
+        return "local: one kernel call a slice (a thread each), groups walked one by one"
+    return "local: mapInArrow, one kernel call per partition, groups walked one by one"
+
+
 def _root(p: PhysicalPlan) -> tuple[str, list[str]]:
     r = p.root
     lines = [f"{d.column} = {show(d.definition)}" for d in r.derived]
     if isinstance(r, Detect):
-        if p.stream is not None:
-            head = "local: one kernel call a key when its timer fires, over its closed windows' events"
-        elif r.strategy == Strategy.DISTRIBUTED:
-            head = (f"distributed: pre-filter {r.prefilter.value}, then one recursive query extends paths by a join "
-                    "per round")  # fmt: skip
-        elif p.engine.engine == Engine.EMBEDDED:
-            head = "local: one kernel call a slice (a thread each), groups walked one by one"
-        else:
-            head = "local: mapInArrow, one kernel call per partition, groups walked one by one"
+        head = _detect_head(p, r)
+        if r.strategy == Strategy.DISTRIBUTED and r.split:
+            lines.append(f"groups of at most {r.split:,} events (each group's events counted first): local, "
+                         "mapInArrow, one kernel call per partition; larger ones as above")  # fmt: skip
         lines.insert(0, f"{r.trend_set.value} trends; guard {r.max_trends:,} a (window, group) (0: none)")
         if r.strategy == Strategy.LOCAL:
             edges = "every edge" if r.max_edges is None else f"{r.max_edges:,} edges"
@@ -170,6 +181,6 @@ def physical_lines(p: PhysicalPlan) -> list[str]:
         _op(out, "Stateful", *_stateful(p))
     head, lines = _root(p)
     _op(out, "Detect" if isinstance(p.root, Detect) else "Aggregate", head, *lines)
-    if not (isinstance(p.root, Detect) and p.root.strategy == Strategy.DISTRIBUTED):
+    if not (isinstance(p.root, Detect) and p.root.strategy == Strategy.DISTRIBUTED and not p.root.split):
         _op(out, "Kernel", select.describe(kernel_spec(p)))
     return out

@@ -21,6 +21,21 @@ class FileStamp:
 
 
 @dataclass(frozen=True)
+class ColumnStats:
+    """What a Parquet input's footers and a sample of its first rows tell of
+    one column, for the planner's estimates: its least and greatest value
+    (numbers; times as epoch microseconds, nanoseconds for nanosecond
+    columns; None: not known) and its distinct values over the whole input,
+    estimated from the sample (GEE: values seen once scaled by the square
+    root of the input's rows over the sample's)."""
+
+    name: str
+    lo: float | None
+    hi: float | None
+    distinct: int
+
+
+@dataclass(frozen=True)
 class Column:
     name: str
     type: str  # Spark type: bigint, double, decimal(p,s), string, timestamp, boolean, date, …
@@ -48,6 +63,10 @@ class Source:
     rows: int | None = None  # Parquet: from the footers (text: not known without reading)
     arrow: tuple[tuple[str, str], ...] = ()  # Parquet: (column, Arrow type as pyarrow prints it)
     stamps: tuple[FileStamp, ...] = ()  # each file's size and time when described (`stamps`)
+    stats: tuple[ColumnStats, ...] = ()  # Parquet: each column's range and distinct values (footers, a sample)
+
+    def stat(self, name: str) -> ColumnStats | None:
+        return next((s for s in self.stats if s.name == name), None)
 
     @property
     def schema(self) -> Schema:

@@ -165,7 +165,7 @@ def describe_inputs(inputs: dict[str | None, Input], time_col: str) -> Inputs:
                 inp.source is not None and any(c.nanos and c.name == time_col for c in inp.source.columns),
                 inp.source.name if inp.source is not None else "a DataFrame",
                 inp.source is not None and inp.source.text,
-                inp.source,  # its files as described: the stamps a read checks
+                inp.source,  # its files as described: the stamps a read checks, a Parquet input's statistics
             )
             for name, inp in inputs.items()
         },

@@ -50,8 +50,10 @@ class Draft:
     algorithm: object = MISSING  # Decision[Algorithm] | None (detection)
     complete: object = MISSING  # Decision[Completeness] | None
     numbers: object = MISSING  # Decision[Numbers] | None (detection)
+    estimate: object = MISSING  # Decision[GroupEstimate | None] | None (aggregation): the largest group
     strategy: object = MISSING  # Decision[Strategy] | None (aggregation)
     prefilter: object = MISSING  # Decision[Prefilter] | None (not distributed)
+    split: object = MISSING  # Decision[int] | None: distributed by cost, the groups the local strategy keeps
     stream: object = MISSING  # Decision[Streaming | None]: streams, keyed by blocks of windows
     sharing: object = MISSING  # Decision[Sharing | None]
     block: object = MISSING  # int: windows per block (0: no blocks)

@@ -20,30 +20,35 @@ from cetql.base.options import (
 from cetql.planner.logical.plan import Decision
 from cetql.planner.logical.rules import Draft
 
-READS = ("options", "resources", "trend_set", "strategy")
+READS = ("options", "resources", "trend_set", "strategy", "split")
 SETS = ("memory", "max_edges", "batch_events")
+
+
+def task_budget(d: Draft) -> tuple[int, str]:
+    """(bytes one detection task may hold, why): --memory-budget, else half
+    the executor memory shared by its task slots."""
+    o, r = d.options, d.resources
+    slots = max(1, r.task_slots)
+    per_slot = f" over its {slots} task slots" if slots > 1 else ""
+    if o.memory_budget is not None:
+        return o.memory_budget, "--memory-budget"
+    if r.executor_memory:
+        budget = max(1, parse_size(r.executor_memory, "executor memory", bare="m") // 2 // slots)
+        return budget, f"default: half the executor memory ({r.executor_memory}){per_slot}"
+    return DEFAULT_MEMORY_BUDGET, "default: half of Spark's default executor memory (1g)"
 
 
 def apply(d: Draft) -> Draft:
     none = dict(memory=None, max_edges=None, batch_events=None)
     if not d.detection:
         return replace(d, **none)
-    o, r = d.options, d.resources
-    if d.strategy.choice == Strategy.DISTRIBUTED:
-        if o.memory_budget is not None:
+    o = d.options
+    if d.strategy.choice == Strategy.DISTRIBUTED and d.split is None:
+        if o.memory_budget is not None and o.strategy == Strategy.DISTRIBUTED:
             raise UsageError("--memory-budget bounds the local strategy's groups; the distributed strategy keeps "
                              "its open paths in Spark: drop --memory-budget, or use --strategy local")  # fmt: skip
-        return replace(d, **none)
-    slots = max(1, r.task_slots)
-    per_slot = f" over its {slots} task slots" if slots > 1 else ""
-    if o.memory_budget is not None:
-        budget, why = o.memory_budget, "--memory-budget"
-    elif r.executor_memory:
-        budget = max(1, parse_size(r.executor_memory, "executor memory", bare="m") // 2 // slots)
-        why = f"default: half the executor memory ({r.executor_memory}){per_slot}"
-    else:
-        budget = DEFAULT_MEMORY_BUDGET
-        why = "default: half of Spark's default executor memory (1g)"
+        return replace(d, **none)  # (chosen by cost: the budget is what the largest group was over)
+    budget, why = task_budget(d)
     maximal = d.trend_set.choice == TrendSet.MAXIMAL
     edge_bytes = EDGE_BYTES * (2 if maximal else 1)  # MAXIMAL keeps a set of each node's successors too
     event_bytes = BATCH_EVENT_BYTES * (4 if o.with_rows else 1)  # --with-rows: each event's input row too
