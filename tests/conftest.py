@@ -78,13 +78,16 @@ def pytest_configure(config):
 
 
 def _refusing_java(folder: Path) -> tuple[Path, Path]:
-    """(a JAVA_HOME whose java records its arguments and exits 1, the record)."""
+    """(a JAVA_HOME whose java and jcmd record their arguments and exit 1,
+    the record): a JDK as cetql looks for one, none of it able to run."""
     mark = folder / "java-was-started"
-    java = folder / "jdk" / "bin" / "java"
-    java.parent.mkdir(parents=True, exist_ok=True)
-    java.write_text(f'#!/bin/sh\necho "$@" >> "{mark}"\necho "no JVM in a test not marked spark" >&2\nexit 1\n')
-    java.chmod(0o755)
-    return java.parent.parent, mark
+    bin_ = folder / "jdk" / "bin"
+    bin_.mkdir(parents=True, exist_ok=True)
+    for tool in ("java", "jcmd"):
+        (bin_ / tool).write_text(f'#!/bin/sh\necho {tool} "$@" >> "{mark}"\n'
+                                 f'echo "no JVM in a test not marked spark" >&2\nexit 1\n')  # fmt: skip
+        (bin_ / tool).chmod(0o755)
+    return bin_.parent, mark
 
 
 @pytest.fixture(scope="session")
@@ -114,7 +117,7 @@ def _no_jvm_unless_marked(request, monkeypatch):
     yield
     if mark.exists():
         started = mark.read_text().strip().splitlines()
-        pytest.fail(f"started a JVM but is not marked spark: java {started[0][:200]}", pytrace=False)
+        pytest.fail(f"started a JVM but is not marked spark: {started[0][:200]}", pytrace=False)
 
 
 # ---------------------------------------------------------------- the order of files

@@ -86,6 +86,8 @@ def _left_after(marker: str, seconds: float) -> list[str]:
     return left
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", MOMENTS)
 def test_a_killed_run_leaves_no_jvm(moment):
     marker = f"cetql-test-{uuid.uuid4().hex}"
@@ -101,6 +103,8 @@ def test_a_killed_run_leaves_no_jvm(moment):
         _end(proc, marker)
 
 
+@pytest.mark.spark
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", MOMENTS)
 def test_ctrl_c_while_spark_starts(moment):
     marker = f"cetql-test-{uuid.uuid4().hex}"

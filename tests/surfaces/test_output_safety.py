@@ -27,6 +27,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+from cetql.base.errors import CetqlError
 from budget import budget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -326,7 +328,7 @@ def test_overwrite_swaps_and_restores(tmp_path, renames, monkeypatch):
 
     monkeypatch.setattr(staging, "_exchange", lambda a, b: False)
     monkeypatch.setattr(staging, "rename_noreplace", failing)
-    with pytest.raises(OSError, match="Input/output error"):
+    with pytest.raises(CetqlError, match="could not be written: Input/output error; nothing was written there"):
         with output.staged(_target(out, "overwrite")) as stage:
             stage.path.mkdir()
             (stage.path / "newer").write_text("newer")

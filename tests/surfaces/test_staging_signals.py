@@ -61,7 +61,7 @@ def _settled(folder: Path, seconds: float = 5.0) -> list[str]:
 ENDINGS = [(signal.SIGINT, 130), (signal.SIGTERM, -signal.SIGTERM), (signal.SIGHUP, -signal.SIGHUP)]
 
 
-@pytest.mark.parametrize("engine", ["embedded", "spark"])
+@pytest.mark.parametrize("engine", ["embedded", pytest.param("spark", marks=pytest.mark.spark)])
 def test_a_caught_signal_removes_the_staging(tmp_path, engine):
     for sig, status in ENDINGS:
         folder = tmp_path / sig.name
@@ -76,7 +76,7 @@ def test_a_caught_signal_removes_the_staging(tmp_path, engine):
         assert "Traceback" not in err and _settled(folder) == [] and not (folder / "out").exists(), err
 
 
-@pytest.mark.parametrize("engine", ["embedded", "spark"])
+@pytest.mark.parametrize("engine", ["embedded", pytest.param("spark", marks=pytest.mark.spark)])
 def test_sigkill_staging_is_removed_by_the_next_run(tmp_path, engine):
     proc = _writing(tmp_path, engine)
     proc.kill()
