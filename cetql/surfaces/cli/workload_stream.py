@@ -82,6 +82,10 @@ def write_batch(df, folder: Path, batch: int, fmt: OutputFormat) -> None:
     shutil.rmtree(stage, ignore_errors=True)
 
 
+def _nothing() -> None:
+    """Each micro-batch's files are already in place (`write_batch`): nothing to publish."""
+
+
 class _Printed(streaming.Printer):
     """A query's printed rows: the files moved into its folder."""
 
@@ -152,7 +156,7 @@ def _start(execution, args, fmt: OutputFormat, checkpoint: Path | None) -> int:
     printer = None if args.output else Printer(root, execution.plan.names(), args.format, kinds)
     query = writer.start()
     try:
-        return streaming._watch(query, args, printer)
+        return streaming._watch(query, args, printer.print_new if printer else _nothing)
     finally:
         if temporary is not None:
             shutil.rmtree(temporary, ignore_errors=True)
