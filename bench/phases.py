@@ -137,10 +137,11 @@ def phases(version: str | None, cache: Path, data: Path, query: Path, exact: str
 
 
 def wait_for_archive(cache: Path, timeout: float = 300) -> float:
-    """Seconds until a run's archive is finished (the JVM writes it as it exits)."""
+    """Seconds until a run's archive is finished: written by the run before
+    it ends (a part file, settled into `*.jsa` by the next run)."""
     began = time.perf_counter()
     while time.perf_counter() - began < timeout:
-        for f in (cache / "classes").glob("*.part"):
+        for f in [*(cache / "classes").glob("*.part"), *(cache / "classes").glob("*.jsa")]:
             with open(f, "rb") as fh:
                 if fh.read(4) == (0xF00BABA8).to_bytes(4, "little"):
                     return time.perf_counter() - began
