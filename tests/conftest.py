@@ -158,10 +158,27 @@ def pytest_collection_modifyitems_longest_first(config, items):
     weight: dict[str, float] = {}
     for item in items:
         weight[_file(item.nodeid)] = weight.get(_file(item.nodeid), 0.0) + guess(item)
+    recorded = {} if config.getoption("markexpr", "") else _recorded_seconds()  # a whole run's: not a lane's
+    for file in weight:  # a fresh clone (no times of its own): a whole run's, as recorded in the repository
+        if file in recorded and not any(i.nodeid in timed for i in items if _file(i.nodeid) == file):
+            weight[file] = recorded[file]
     items.sort(key=lambda item: -weight[_file(item.nodeid)])  # stable: a file's own order is kept
 
 
 _seconds: dict[str, float] = {}
+
+# Each file's seconds in one whole run on 2 cores, for a clone with no times
+# of its own (CI): `CETQL_RECORD_TEST_SECONDS=1 pytest` writes it again.
+RECORDED = Path(__file__).resolve().parent / "support" / "seconds.json"
+
+
+def _recorded_seconds() -> dict[str, float]:
+    import json
+
+    try:
+        return json.loads(RECORDED.read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def pytest_runtest_logreport(report):
@@ -177,6 +194,13 @@ def pytest_sessionfinish(session):
     timed = config.cache.get(TIMES, {})
     timed.update({k: round(v, 2) for k, v in _seconds.items()})
     config.cache.set(TIMES, timed)
+    if os.environ.get("CETQL_RECORD_TEST_SECONDS") == "1":
+        import json
+
+        files: dict[str, float] = {}
+        for k, v in _seconds.items():
+            files[_file(k)] = round(files.get(_file(k), 0.0) + v, 1)
+        RECORDED.write_text(json.dumps(dict(sorted(files.items(), key=lambda kv: -kv[1])), indent=1) + "\n")
 
 
 def pytest_terminal_summary(terminalreporter, config):

@@ -132,6 +132,7 @@ def _uncommitted(out: Path) -> list[Path]:
             if f.name not in listed]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_stream_killed_mid_batch_leaves_only_whole_files(spark, tmp_path):
     """SIGKILL to the stream's command and its JVM while a micro-batch
     writes its part files: every file a

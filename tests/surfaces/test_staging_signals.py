@@ -61,7 +61,7 @@ def _settled(folder: Path, seconds: float = 5.0) -> list[str]:
 ENDINGS = [(signal.SIGINT, 130), (signal.SIGTERM, -signal.SIGTERM), (signal.SIGHUP, -signal.SIGHUP)]
 
 
-@pytest.mark.parametrize("engine", ["embedded", pytest.param("spark", marks=pytest.mark.spark)])
+@pytest.mark.parametrize("engine", ["embedded", pytest.param("spark", marks=[pytest.mark.spark, pytest.mark.slow])])
 def test_a_caught_signal_removes_the_staging(tmp_path, engine):
     for sig, status in ENDINGS:
         folder = tmp_path / sig.name
