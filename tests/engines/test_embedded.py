@@ -322,3 +322,15 @@ def test_every_row_as_tables_looks_up_chains_while_rows_stream(capsys):
     out, err = capsys.readouterr()
     assert code == 0, err
     assert out.count("┏") == 4 and "3,771 trends;" in out and "acct23 → acct04" in out
+
+
+def test_text_times_before_year_1000_are_padded_as_spark_writes_them():
+    """Spark writes `yyyy` with four digits (0001-01-01T00:00:00.000Z, as
+    its CSV files from year-1 times show); strftime's %Y does not pad."""
+    import datetime as dt
+
+    from cetql.backends.embedded.text import spark_time
+
+    utc = dt.timezone.utc
+    assert spark_time(dt.datetime(1, 1, 1, tzinfo=utc), utc) == "0001-01-01T00:00:00.000Z"
+    assert spark_time(dt.datetime(999, 5, 6, 7, 8, 9, 123000, tzinfo=utc), utc) == "0999-05-06T07:08:09.123Z"

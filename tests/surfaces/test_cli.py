@@ -187,3 +187,39 @@ def test_sum_over_a_string_column(tmp_path, capsys):
     q.write_text("RETURN SUM(M.host) PATTERN Measurement M+ WITHIN 1 minute")
     assert main(["compile", str(q), "--schema", "ts timestamp, host string"]) == 2
     assert "SUM(M.host) is not defined on column 'host' of type string: SUM takes a numeric column" in capsys.readouterr().err
+
+
+def test_ctrl_c_a_library_turned_into_its_own_error_is_cancelled(tmp_path, monkeypatch, capsys):
+    """SIGINT that a library answers with an error of its own (DuckDB's
+    "Query interrupted"): cancelled, 130, no traceback; the same error
+    without SIGINT is cetql's failure and stays one."""
+    import os
+    import signal
+
+    from cetql.surfaces.cli import main as cli
+
+    def interrupted(_args):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            signal.sigtimedwait([], 0)  # let the handler run
+        except KeyboardInterrupt:
+            pass
+        raise RuntimeError("Query interrupted")
+
+    def exit_(code):
+        raise SystemExit(code)
+
+    monkeypatch.setattr(cli, "cmd_run", interrupted)
+    monkeypatch.setattr(cli.os, "_exit", exit_)
+    query = tmp_path / "q.cet"
+    query.write_text("PATTERN A+ a[] WITHIN 3")
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        with pytest.raises(SystemExit) as ended:
+            cli.main(["run", str(query), "--input", "x.csv"])
+        assert ended.value.code == 130 and capsys.readouterr().err.strip() == "cancelled"
+        monkeypatch.setattr(cli, "cmd_run", lambda _args: (_ for _ in ()).throw(RuntimeError("Query interrupted")))
+        with pytest.raises(RuntimeError):
+            cli.main(["run", str(query), "--input", "x.csv"])
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -53,7 +53,8 @@ def spark_time(v: dt.datetime, zone: dt.tzinfo) -> str:
     offset = local.utcoffset() or dt.timedelta(0)
     minutes = int(offset.total_seconds() // 60)
     mark = "Z" if minutes == 0 else f"{'+' if minutes > 0 else '-'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-    return local.strftime("%Y-%m-%dT%H:%M:%S.") + f"{local.microsecond // 1000:03d}" + mark
+    return (f"{local.year:04d}-{local.month:02d}-{local.day:02d}T{local.hour:02d}:{local.minute:02d}:"
+            f"{local.second:02d}.{local.microsecond // 1000:03d}{mark}")  # years below 1000 too, as Spark pads them
 
 
 def _scalar(v, zone) -> str:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
+import threading
 
 from cetql.backends.spark.session import log_path
 from cetql.base.errors import CetqlError, QueryError, QuerySyntaxError, UsageError
@@ -150,6 +152,7 @@ def main(argv: list[str] | None = None, *, only_in_process: bool = False) -> int
         sys.stderr = unfailing_stderr(sys.stderr)
     _quiet_python_logging(getattr(args, "verbose", False))
     as_json = getattr(args, "format", None) == "json" and args.command == "compile"
+    interrupted = _noting_interrupts()
     try:
         return args.func(args)
     except QueryError as e:
@@ -174,6 +177,34 @@ def main(argv: list[str] | None = None, *, only_in_process: bool = False) -> int
         os._exit(EXIT_CANCELLED)  # py4j threads would print their own tracebacks on a normal exit
     except BrokenPipeError:
         return _closed_pipe()
+    except Exception:
+        if not interrupted:  # a failure of cetql's own: the caller's traceback
+            raise
+        _cancel()  # Ctrl-C that a library turned into an error of its own (DuckDB's "Query interrupted",
+        print("cancelled", file=sys.stderr)  # an import the interrupt cut short in another thread)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_CANCELLED)
+
+
+_SEEN_INTERRUPTS: list = []
+
+
+def _note_interrupt(signum, frame):
+    _SEEN_INTERRUPTS.append(signum)
+    signal.default_int_handler(signum, frame)
+
+
+def _noting_interrupts() -> list:
+    """A list that gets an item when SIGINT arrives during this command
+    (which then raises KeyboardInterrupt as Python's own handler does);
+    left alone where SIGINT is ignored or handled by someone else, or off
+    the main thread."""
+    _SEEN_INTERRUPTS.clear()
+    if threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # fmt: skip
+        signal.signal(signal.SIGINT, _note_interrupt)
+    return _SEEN_INTERRUPTS
 
 
 def _closed_pipe() -> int:
