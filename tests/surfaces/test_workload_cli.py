@@ -114,3 +114,25 @@ def test_refused_before_anything_runs(tmp_path, capsys):
     r.write_text("PATTERN Stock+ s[] WITHN 100")
     assert main([*base, str(r)]) == 2
     assert "query r: expected WITHIN here" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("given", "said"), [
+    ("", "is empty"), ("~", "is your home folder"), (".", "is the working folder"),
+    ("{data}", "contains the input"), ("nope/deeper/W", "does not exist"),
+])  # fmt: skip
+def test_a_workload_output_is_checked_as_a_single_runs_is(tmp_path, capsys, monkeypatch, given, said):
+    """`--output DIR` of a workload gets every check one query's output
+    gets (each query then writes DIR/<name>/), and nothing is made."""
+    work, home, data = tmp_path / "work", tmp_path / "home", tmp_path / "data"
+    for d in (work, home, data):
+        d.mkdir()
+    (data / "stock.csv").write_text(Path(STOCK).read_text())
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("HOME", str(home))
+    (work / "a.cet").write_text("PATTERN Stock+ s[] WHERE [sym] AND s[i].price > s[i-1].price WITHIN 100")
+    (work / "b.cet").write_text("RETURN COUNT(*) PATTERN Stock+ s[] WITHIN 100")
+    out = given.format(data=data)
+    assert main(["run", "a.cet", "b.cet", "--input", str(data / "stock.csv"), "--id-col", "id", "--output", out]) == 2
+    assert said in capsys.readouterr().err
+    assert sorted(p.name for p in work.iterdir()) == ["a.cet", "b.cet"] and not any(home.iterdir())
+    assert sorted(p.name for p in data.iterdir()) == ["stock.csv"]

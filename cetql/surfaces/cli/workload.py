@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cetql.base.errors import UsageError
-from cetql.base.options import Engine, OutputFormat, Sink
+from cetql.base.options import Engine, OutputFormat, OutputMode, Sink
 from cetql.planner.explain import explain_data
 from cetql.planner.semantics.schema import parse_ddl
 from cetql.planner.workload.show import workload_lines, workload_text
@@ -54,25 +54,34 @@ def cmd_compile_workload(args) -> int:
 def targets(args, names, fmt: OutputFormat, mode, inputs: list[str]) -> dict:
     """Each query's output folder, `DIR/<name>/`, checked before any work."""
     files = [args.query_file, *(args.more_queries or [])]
+    root = workload_root(args, inputs)
     out = {}
     for name in names:
-        out[name] = resolve_output(str(Path(args.output) / name), mode, inputs=inputs, query_file=files[0], fmt=fmt,
+        out[name] = resolve_output(f"{root.rstrip('/')}/{name}", mode, inputs=inputs, query_file=files[0], fmt=fmt,
                                    make_parents=True)  # fmt: skip
     return out
+
+
+def workload_root(args, inputs: list[str]) -> str:
+    """`--output DIR` as a single run's output is checked (not empty, not
+    the home, working or an input's folder, its parent there), `~` and
+    `file://` read: the folder each query's `DIR/<name>/` is made in."""
+    root = resolve_output(args.output, OutputMode.IGNORE, inputs=inputs, query_file=args.query_file)
+    return root.uri if root.uri is not None else str(root.path)
 
 
 def cmd_run_workload(args, fmt, mode, sink_of) -> int:
     options = run_options(args)
     given = [str(v) for v in (args.input or [])]
     names = tuple(read_workload(args))
-    chosen = targets(args, names, fmt, mode, [g.split("=", 1)[-1] for g in given]) if args.output else None
+    paths = [g.split("=", 1)[-1] for g in given]
+    chosen = targets(args, names, fmt, mode, paths) if args.output is not None else None
     options = replace(options, sink=sink_of(fmt, next(iter(chosen.values())) if chosen else None))
     cw, data, typed = planned(args, options)
     made = None
-    if chosen:
-        made = Path(args.output)
-        made = None if made.exists() else made
-        Path(args.output).mkdir(parents=True, exist_ok=True)
+    if chosen and (root := next(iter(chosen.values())).path) is not None:
+        made = None if root.parent.exists() else root.parent
+        root.parent.mkdir(exist_ok=True)
     try:
         if cw.plan.engine.engine == Engine.EMBEDDED:
             return run_embedded(cw, chosen, fmt, args)
