@@ -14,7 +14,6 @@ import json
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 
 from cetql.base.errors import UsageError
 from cetql.base.options import Engine, OutputFormat, OutputMode, Sink
