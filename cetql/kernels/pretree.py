@@ -23,7 +23,7 @@ match to the last digit.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -163,28 +163,79 @@ def _finals(lay: Layout, c: np.ndarray, clears: np.ndarray | None, windows: int,
     return out
 
 
+def _backward(lay: Layout) -> Layout:
+    """The layout's rows in reverse (each part from its last step to its
+    first): the same counting, run from a window's end, gives suffix counts."""
+    n = len(lay.order)
+    at = np.arange(n, dtype=np.int64)
+
+    def starts(first: np.ndarray) -> np.ndarray:
+        ids = np.cumsum(first == at)[::-1]
+        new = np.ones(n, dtype=bool)
+        new[1:] = ids[1:] != ids[:-1]
+        return np.maximum.accumulate(np.where(new, at, 0)) if n else at
+
+    return replace(lay, part_start=starts(lay.part_start), step_start=starts(lay.step_start))
+
+
+def _too_big(c: np.ndarray, dtype) -> bool:
+    return dtype is not object and len(c) > 0 and float(np.add.reduce(c, dtype=np.float64)) >= SAFE
+
+
+def _suffix_counts(table: pa.Table, tree: PrefixTree, lay: Layout, at: np.ndarray, dtype) -> list | None:
+    """Each suffix node's contributions (in table time order), counted
+    backward: the matches of its suffix starting at each event."""
+    back, rat = _backward(lay), at[::-1]
+    values: list = []
+    for node in tree.suffixes:
+        child = values[node.child] if node.child >= 0 else None
+        c = _contributions(back, child, _mask(table, node.mask, rat), _any(table, node.clears, rat), dtype)
+        if _too_big(c, dtype):
+            return None
+        values.append(c)
+    return [v[::-1] for v in values]
+
+
+def _connect(lay: Layout, f: np.ndarray, b: np.ndarray, windows: int, dtype) -> np.ndarray | None:
+    """A chopped member's count per window: Σ F(e) × B(e) over its chop
+    position's events (None: past int64)."""
+    if dtype is not object and len(f) and float(np.dot(f.astype(np.float64), b.astype(np.float64))) >= SAFE:
+        return None
+    part = np.searchsorted(lay.part_first, np.arange(len(f)), side="right") - 1
+    out = np.zeros(windows, dtype=dtype)
+    np.add.at(out, lay.part_window[part], f * b)
+    return out
+
+
 def count_tree(table: pa.Table, tree: PrefixTree, lay: Layout, dtype) -> dict[int, np.ndarray] | None:
-    """Each end's count per window (None: past int64, count again exactly)."""
+    """Each member's count per window (None: past int64, count again exactly)."""
     at = lay.rows[lay.order]
     values: dict[int, np.ndarray] = {}
     children = [0] * len(tree.nodes)
     for node in tree.nodes:
         if node.parent >= 0:
             children[node.parent] += 1
-    ending = {e.node for e in tree.ends}
-    out = {}
+    kept = {e.node for e in tree.ends} | {c.node for c in tree.chops}
     for i, node in enumerate(tree.nodes):
         parent = values[node.parent] if node.parent >= 0 else None
         c = _contributions(lay, parent, _mask(table, node.mask, at), _any(table, node.clears, at), dtype)
-        if dtype is not object and len(c) and float(np.add.reduce(c, dtype=np.float64)) >= SAFE:
+        if _too_big(c, dtype):
             return None
         values[i] = c
         if node.parent >= 0:
             children[node.parent] -= 1
-            if children[node.parent] == 0 and node.parent not in ending:
+            if children[node.parent] == 0 and node.parent not in kept:
                 del values[node.parent]
-    for e in tree.ends:
-        out[e.member] = _finals(lay, values[e.node], _any(table, e.clears, at), len(lay.window_key), dtype)
+    windows = len(lay.window_key)
+    out = {e.member: _finals(lay, values[e.node], _any(table, e.clears, at), windows, dtype) for e in tree.ends}
+    suffix = _suffix_counts(table, tree, lay, at, dtype) if tree.chops else []
+    if suffix is None:
+        return None
+    for ch in tree.chops:
+        counts = _connect(lay, values[ch.node], suffix[ch.suffix], windows, dtype)
+        if counts is None:
+            return None
+        out[ch.member] = counts
     return out
 
 
@@ -196,12 +247,12 @@ def tree_batches(spec: WorkloadSpec, tree: PrefixTree, table: pa.Table) -> Itera
     counts = count_tree(table, tree, lay, np.int64)
     if counts is None:
         counts = count_tree(table, tree, lay, object)
-    for e in tree.ends:
-        m = spec.members[e.member]
+    for member in tree.members:
+        m = spec.members[member]
         taken = np.asarray(pc.fill_null(table.column(m.select).combine_chunks(), False).to_numpy(zero_copy_only=False),
                            dtype=bool)[lay.rows]  # fmt: skip
         present = np.logical_or.reduceat(taken, lay.window_start) if len(taken) else np.zeros(0, dtype=bool)
-        yield e.member, _batch(m.spec, table, lay, counts[e.member], np.flatnonzero(present))
+        yield member, _batch(m.spec, table, lay, counts[member], np.flatnonzero(present))
 
 
 def _batch(spec: K.AggregateSpec, table: pa.Table, lay: Layout, counts: np.ndarray, windows: np.ndarray):

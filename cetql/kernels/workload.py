@@ -94,7 +94,7 @@ def member_batches(spec: WorkloadSpec, table: pa.Table) -> Iterator[tuple[int, p
     whole groups of the shared input."""
     if table.num_rows == 0:
         return
-    in_tree = {e.member for t in spec.trees for e in t.ends}
+    in_tree = {i for t in spec.trees for i in t.members}
     for i, m in enumerate(spec.members):
         if i in in_tree:
             continue

@@ -1,7 +1,8 @@
 """What the workers of a shared exchange receive (`workload`): plain
 frozen values, as `spec` is for one query — the members (each query's own
 kernel spec, the column selecting its events, where its columns are) and
-A-Seq's prefix trees over the members whose counters the plan shares."""
+A-Seq's prefix trees over the members whose counters the plan shares
+(with their suffix counters where members are chopped)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,31 @@ class TreeEnd:
 
 
 @dataclass(frozen=True)
+class SuffixNode:
+    """A suffix counter (A-Seq's Chop-Connect, §4.2), counted backward from
+    a window's end: the events of its position (`mask`) add the count of
+    the next position's node (`child`; -1: the last position, 1 each);
+    `clears`: negated events between this position and the next (at the
+    last: after it), which clear the child's count as the Pre-Tree's do."""
+
+    child: int
+    mask: str
+    clears: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TreeChop:
+    """A member chopped at one position: its COUNT(*) is the sum, over the
+    events of that position, of prefix node `node`'s contribution (the
+    prefix matches ending there) times suffix node `suffix`'s (the suffix
+    matches starting there) — connected by start time (Lemma 7)."""
+
+    member: int
+    node: int
+    suffix: int
+
+
+@dataclass(frozen=True)
 class PrefixTree:
     """Prefix counters shared by members with common prefixes: nodes listed
     parents first; every member of it counts COUNT(*) exactly (no
@@ -52,6 +78,13 @@ class PrefixTree:
     nodes: tuple[TreeNode, ...]
     ends: tuple[TreeEnd, ...]
     subkeys: tuple[str, ...] = ()  # shared columns: equivalence attributes every event shares
+    suffixes: tuple[SuffixNode, ...] = ()  # the Suffix-Tree: children (later positions) first
+    chops: tuple[TreeChop, ...] = ()
+
+    @property
+    def members(self) -> tuple[int, ...]:
+        """Every member counted by this tree (read at an end or chopped)."""
+        return tuple(e.member for e in self.ends) + tuple(c.member for c in self.chops)
 
 
 @dataclass(frozen=True)

@@ -58,8 +58,8 @@ def _exchange(queries: tuple[Named, ...], ex: Exchange) -> float:
     plans = [queries[i].plan for i in ex.queries]
     union = 1 - prod(1 - taken(p) for p in plans)
     rows = union * plans[0].windows.per_event
-    in_tree = {e.member for t in ex.trees for e in t.ends}
-    cost = SORT * rows * (1 + WIDTH * len(ex.columns)) + TREE * rows * sum(len(t.nodes) for t in ex.trees)
+    in_tree = {i for t in ex.trees for i in t.members}
+    cost = SORT * rows * (1 + WIDTH * len(ex.columns)) + TREE * rows * sum(len(t.nodes) + len(t.suffixes) for t in ex.trees)
     for k, m in enumerate(ex.members):
         if k not in in_tree:
             p = queries[m.query].plan

@@ -9,14 +9,17 @@ it between the same positions; a query's count is its last counter,
 cleared by what it negates after its last position.  Queries whose
 counters would differ from their own — approximate numbers, per-variable
 keys, another aggregate — count by their own kernel, and the plan says why.
+Members may be chopped (`chop`): their suffix counted once by backward
+counters for all that end with it, connected to their prefix counter.
 """
 
 from __future__ import annotations
 
 from cetql.base.options import Algorithm
 from cetql.kernels import spec as K
-from cetql.kernels.workload_spec import Member, PrefixTree, TreeEnd, TreeNode
+from cetql.kernels.workload_spec import Member, PrefixTree, SuffixNode, TreeChop, TreeEnd, TreeNode
 from cetql.planner.physical.plan import Aggregate
+from cetql.planner.workload import chop
 from cetql.planner.workload.plan import Named
 
 
@@ -83,39 +86,77 @@ def prefix_trees(queries: tuple[Named, ...], members: tuple[Member, ...],
 
 
 def _tree(queries, members, chosen: list[int], subkeys: tuple[str, ...], describe: dict[str, str]):
+    shapes = [chop.Member(tuple(c), a) for c, a in (_chain(members[i]) for i in chosen)]
+    cuts = chop.choose(shapes)
     nodes: list[TreeNode] = []
-    index: dict[tuple, int] = {}
+    suffixes: list[SuffixNode] = []
+    index: dict = {}  # a node (a prefix or a suffix one) → its index among its kind
     users: dict[int, list[str]] = {}
-    ends = []
-    for i in chosen:
-        chain, after = _chain(members[i])
+    susers: dict[int, list[str]] = {}
+    ends, chops = [], []
+    for j, i in enumerate(chosen):
+        shape, name, k = shapes[j], queries[members[i].query].name, cuts.get(j)
         parent = -1
-        for mask, clears in chain:
-            k = (parent, mask, clears)
-            if k not in index:
-                index[k] = len(nodes)
-                nodes.append(TreeNode(parent, mask, clears))
-            parent = index[k]
-            users.setdefault(parent, []).append(queries[members[i].query].name)
-        ends.append(TreeEnd(i, parent, after))
-    total = sum(len(_chain(members[i])[0]) for i in chosen)
+        for mask, clears in shape.chain[: len(shape.chain) if k is None else k + 1]:
+            parent = _node(index, nodes, TreeNode(parent, mask, clears))
+            users.setdefault(parent, []).append(name)
+        if k is None:
+            ends.append(TreeEnd(i, parent, shape.after))
+            continue
+        child = -1
+        for pos in range(len(shape.chain) - 1, k - 1, -1):
+            mask, clears = shape.suffix(pos)[0]
+            child = _node(index, suffixes, SuffixNode(child, mask, clears))
+            susers.setdefault(child, []).append(name)
+        chops.append(TreeChop(i, parent, child))
+    total = sum(len(s.chain) for s in shapes)
     keys = f" split by {', '.join(describe[k] for k in subkeys)}" if subkeys else ""
     lines = [f"prefix tree{keys}: {len(nodes)} counter(s) for {len(chosen)} quer{'y' if len(chosen) == 1 else 'ies'} "
              f"({total} apart), each event's count read from its parent's prefix sums (columns at once)"]  # fmt: skip
-    lines += _tree_lines(nodes, users, describe)
-    return PrefixTree(tuple(nodes), tuple(ends), subkeys), lines
+    lines += _tree_lines([n.parent for n in nodes], [_label(n, describe, "after") for n in nodes], users)
+    tree = PrefixTree(tuple(nodes), tuple(ends), subkeys, tuple(suffixes), tuple(chops))
+    if chops:
+        lines += _chop_lines(queries, members, tree, shapes, chosen, cuts, susers, describe)
+    return tree, lines
 
 
-def _tree_lines(nodes: list[TreeNode], users: dict[int, list[str]], describe: dict[str, str]) -> list[str]:
+def _node(index: dict, made: list, node) -> int:
+    """The index of an equal node made before, else of this one."""
+    if node not in index:
+        index[node] = len(made)
+        made.append(node)
+    return index[node]
+
+
+def _label(node, describe: dict[str, str], where: str) -> str:
+    clears = f" ({where} no {' or '.join(describe[c] for c in node.clears)})" if node.clears else ""
+    return describe[node.mask] + clears
+
+
+def _chop_lines(queries, members, tree: PrefixTree, shapes, chosen, cuts, susers, describe) -> list[str]:
+    lines = [f"suffix tree: {len(tree.suffixes)} counter(s), counted backward from each window's end, nodes keyed "
+             "from the last position (A-Seq Chop-Connect)"]  # fmt: skip
+    lines += _tree_lines([n.child for n in tree.suffixes], [_label(n, describe, "then") for n in tree.suffixes], susers)
+    why = (f"the cost rule: {chop.cost(shapes, cuts):g} passes of prefix sums chopped against "
+           f"{chop.cost(shapes, {}):g} unchopped")  # fmt: skip
+    for c in tree.chops:
+        j = chosen.index(c.member)
+        k, chain = cuts[j], shapes[j].chain
+        before = ", ".join(describe[m] for m, _ in chain[:k])
+        after = ", ".join(describe[m] for m, _ in chain[k:])
+        lines.append(f"{queries[members[c.member].query].name} = prefix [{before}] ⋈ shared suffix [{after}] of "
+                     f"{', '.join(susers[c.suffix])}, connected by start time (A-Seq Chop-Connect): {why}")  # fmt: skip
+    return lines
+
+
+def _tree_lines(parents: list[int], labels: list[str], users: dict[int, list[str]]) -> list[str]:
     """The counters depth first, each with the queries it serves."""
     children: dict[int, list[int]] = {}
-    for n, node in enumerate(nodes):
-        children.setdefault(node.parent, []).append(n)
+    for n, parent in enumerate(parents):
+        children.setdefault(parent, []).append(n)
     lines, todo = [], [(n, 1) for n in reversed(children.get(-1, []))]
     while todo:
         n, depth = todo.pop()
-        node = nodes[n]
-        clears = f" (after no {' or '.join(describe[c] for c in node.clears)})" if node.clears else ""
-        lines.append(f"{'  ' * depth}{describe[node.mask]}{clears}: {', '.join(users[n])}")
+        lines.append(f"{'  ' * depth}{labels[n]}: {', '.join(users[n])}")
         todo += [(c, depth + 1) for c in reversed(children.get(n, []))]
     return lines
