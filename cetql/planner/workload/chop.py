@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-Chain = list[tuple[str, tuple[str, ...]]]  # (mask, clearing columns before it) of each position
 CONNECT = 0.25
 
 
@@ -25,7 +24,7 @@ class Member:
     """A member's positions: `chain` as the Pre-Tree keys them, `after`
     its negations after the last position."""
 
-    chain: tuple[tuple[str, tuple[str, ...]], ...]
+    chain: tuple[tuple[str, tuple[str, ...]], ...]  # (mask, clearing columns before it) of each position
     after: tuple[str, ...]
 
     def suffix(self, k: int) -> tuple:
