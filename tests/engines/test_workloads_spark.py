@@ -191,3 +191,19 @@ def test_cetql_run_of_a_workload_on_spark_writes_each_query_its_rows(spark, tmp_
         assert f"{name}: wrote" in said
         assert rows(tmp_path / "spark" / name) == rows(tmp_path / "embedded" / name), name
         assert footer(tmp_path / "spark" / name).remove_metadata() == footer(tmp_path / "embedded" / name).remove_metadata()
+
+
+def test_chopped_queries_on_spark_give_their_rows_alone(spark, tmp_path):
+    """Chop-Connect's spec (suffix counters, chops) reaches Spark's
+    mapInArrow: two queries sharing a suffix of three positions."""
+    events = [{"ts": t // 2, "__type": "ABC"[t * 7 % 3], "x": t % 4, "g": "gh"[t % 2], "k": "uv"[t % 3 % 2], "id": t}
+              for t in range(40)]  # fmt: skip
+    texts = {"a": "PATTERN SEQ(A a, B b, !A n, C c, B d) WHERE n.x = 3 AND [g] AGG COUNT(*) WITHIN 8 SLIDE 4",
+             "c": "PATTERN SEQ(C a, B b, !A n, C c, B d) WHERE n.x = 3 AND [g] AGG COUNT(*) WITHIN 8 SLIDE 4"}  # fmt: skip
+    data, by_type = write_inputs(tmp_path, events, True, False, "parquet")
+    cw = compiled(texts, data, by_type, engine=Engine.SPARK, id_col="id")
+    assert [len(t.chops) for ex in cw.plan.groups[0].exchanges for t in ex.trees] == [2]
+    done = run_workload_to(tmp_path / "shared", cw, data, by_type, spark=spark)
+    apart = alone(tmp_path, texts, data, by_type, Engine.EMBEDDED, id_col="id")
+    for name, (want, _) in apart.items():
+        assert any(r["COUNT(*)"] for r in want) and rows(done[name]) == want, name
