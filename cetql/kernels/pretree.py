@@ -193,17 +193,18 @@ def _suffix_counts(table: pa.Table, tree: PrefixTree, lay: Layout, at: np.ndarra
         if _too_big(c, dtype):
             return None
         values.append(c)
-    return [v[::-1] for v in values]
+    return [np.ascontiguousarray(v[::-1]) for v in values]  # contiguous: every chop multiplies by it
 
 
 def _connect(lay: Layout, f: np.ndarray, b: np.ndarray, windows: int, dtype) -> np.ndarray | None:
     """A chopped member's count per window: Σ F(e) × B(e) over its chop
-    position's events (None: past int64)."""
-    if dtype is not object and len(f) and float(np.dot(f.astype(np.float64), b.astype(np.float64))) >= SAFE:
-        return None
-    part = np.searchsorted(lay.part_first, np.arange(len(f)), side="right") - 1
+    position's events, summed per part by prefix sums (None: past int64)."""
+    if dtype is not object and len(f) and float(np.add.reduce(np.multiply(f, b, dtype=np.float64))) >= SAFE:
+        return None  # (not np.dot: BLAS threads beside the kernel's own are slower than one pass)
+    s = _sums(f * b)
+    ends = np.append(lay.part_first[1:], len(f))
     out = np.zeros(windows, dtype=dtype)
-    np.add.at(out, lay.part_window[part], f * b)
+    np.add.at(out, lay.part_window, s[ends] - s[lay.part_first])
     return out
 
 
