@@ -23,7 +23,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +33,7 @@ import pyarrow.parquet as pq
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests" / "support"))
-from processes import SPARK_HOME, free_port, start, stop, wait_for_port  # noqa: E402
+from cluster import cluster, stop  # noqa: E402
 from results import replace_section  # noqa: E402
 from run import timed_run  # noqa: E402
 
@@ -50,33 +49,6 @@ def checks(n: int, seed: int = 7, inside: float = 0.02) -> pa.Table:
     dst = np.where(out, accounts + rng.integers(0, accounts, n), rng.integers(0, accounts, n))
     return pa.table({"ts": np.arange(n, dtype=np.int64), "id": np.arange(n, dtype=np.int64),
                      "src": pc.cast(pa.array(src), pa.string()), "dst": pc.cast(pa.array(dst), pa.string())})  # fmt: skip
-
-
-def cluster(logs: Path):
-    """(master URL, processes): a standalone master and two one-core workers."""
-    port, ui = free_port(), free_port()
-    spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    procs = [start([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-                    "--webui-port", str(ui)], logs / "master.log")]  # fmt: skip
-    wait_for_port(procs[0], port, logs / "master.log", "the standalone master")
-    url = f"spark://127.0.0.1:{port}"
-    for k in range(2):
-        (logs / f"work{k}").mkdir()
-        procs.append(start([spark_class, "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--cores",
-                            "1", "--memory", "4g", "--webui-port", "0", "--work-dir", str(logs / f"work{k}"), url],
-                           logs / f"worker{k}.log"))  # fmt: skip
-    began = time.monotonic()
-    while b'"aliveworkers" : 2' not in _status(ui) and time.monotonic() - began < 180:
-        time.sleep(0.5)
-    return url, procs
-
-
-def _status(ui: int) -> bytes:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as r:
-            return r.read()
-    except OSError:
-        return b""
 
 
 def trends(folder: Path) -> pa.Table:

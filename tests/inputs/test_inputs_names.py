@@ -52,3 +52,28 @@ def test_columns_spark_cannot_tell_apart_are_refused(tmp_path_factory, columns, 
     text = str(e.value)
     assert text.startswith(f"input '{path}' has ") and "Spark cannot tell apart" in text and "\n" not in text
     assert f"'{clash}'" in text.lower()
+
+
+@SOME
+@given(st.builds(str.__add__, st.characters(whitelist_categories=("Lu", "Ll", "Lo")),
+                 st.text(st.characters(whitelist_categories=("Lu", "Ll", "Lo", "Nd")), max_size=4)))  # fmt: skip
+def test_a_column_named_in_any_script_is_read_as_an_ascii_one(tmp_path_factory, name):
+    """A query names a column in any script (letters then letters, digits,
+    `_`): the same counts as the same column named `x`."""
+    from cetql.surfaces.cli.main import main
+
+    if name.lower() in ("id", "ts", "x", "g") or name.upper() in ("SEQ", "NOT", "AND", "OR", "NEXT", "TRUE"):
+        return
+    folder = tmp_path_factory.mktemp("named")
+    got = []
+    for column in (name, "x"):
+        data = folder / f"{'x' if column == 'x' else 'named'}.csv"
+        data.write_text(f"id,ts,{column},g\n1,1,5,a\n2,2,6,a\n3,3,4,b\n4,4,7,a\n5,5,8,b\n", encoding="utf-8")
+        query = folder / f"{data.stem}.cet"
+        query.write_text(f"RETURN g, COUNT(*) PATTERN E+ e[] WHERE e[i].{column} > e[i-1].{column} AND [g] "
+                         "GROUP-BY g WITHIN 10", encoding="utf-8")  # fmt: skip
+        out = folder / f"{data.stem}-out"
+        assert main(["run", str(query), "--input", str(data), "--id-col", "id", "--output", str(out),
+                     "--format", "csv", "--engine", "embedded"]) == 0  # fmt: skip
+        got.append(sorted("".join(p.read_text() for p in out.glob("*.csv")).splitlines()))
+    assert got[0] == got[1] and len(got[0]) > 1

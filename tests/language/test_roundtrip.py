@@ -15,7 +15,12 @@ KEYWORDS = {
     "NEXT", "TRUE", "FALSE", "COUNT", "SUM", "MIN", "MAX", "AVG", "GROUP", "BY",
 }  # fmt: skip
 
-names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True).filter(lambda s: s.upper() not in KEYWORDS)
+# a name is a letter or `_` then letters, digits and `_`, in any script (columns are named in many)
+letters = st.characters(whitelist_categories=("Lu", "Ll", "Lo"))
+unicode_names = st.builds(str.__add__, letters, st.text(letters | st.characters(whitelist_categories=("Nd",)), max_size=5))
+names = (st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True) | unicode_names).filter(
+    lambda s: s.upper() not in KEYWORDS
+)
 
 # ---------------------------------------------------------------- patterns
 

@@ -128,3 +128,30 @@ def test_explain_says_how_template_runs_extract():
     assert "pre-filter: template runs" in text and "(START, POISON, PENDING, INSERTED)" in text
     kleene = explain_text(cetql.compile(KITING, strategy="distributed"))
     assert "pre-filter: equal-index" in kleene and "template runs" not in kleene
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.floats(0.05, 0.9), st.integers(2, 400))
+def test_a_skewed_key_gives_its_heavy_value_as_the_largest_group(tmp_path_factory, heavy, keys):
+    """One key value holds a `heavy` share of the rows, the rest spread over
+    `keys` others: the largest group is estimated at about the most
+    frequent value's rows (from the sample), never at rows / distinct
+    values."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from cetql.backends.inputs.facts import describe_paths
+
+    rng = np.random.default_rng(keys)
+    n = 40_000
+    key = np.where(rng.random(n) < heavy, "heavy", rng.integers(0, keys, n).astype(str))
+    folder = tmp_path_factory.mktemp("skew")
+    pq.write_table(pa.table({"ts": np.arange(n, dtype=np.int64), "id": np.arange(n, dtype=np.int64), "k": key,
+                             "src": key, "dst": key}), folder / "checks.parquet")  # fmt: skip
+    inputs = describe_paths({None: str(folder / "checks.parquet")}, "ts")
+    true = int(np.unique(key, return_counts=True)[1].max())  # the heavy value's rows, or another's if larger
+    plan = _plan(KITING.replace("WHERE", "WHERE [k] AND").replace("WITHIN 100", f"WITHIN {n}"), inputs)
+    est = plan.plan.logical.root.estimate.choice
+    assert 0.8 * true <= est.events <= 1.25 * true, (est, true)  # the sample is the first half of the rows
+    assert "the most frequent in" in explain_text(plan)

@@ -63,7 +63,8 @@ ENDINGS = [(signal.SIGINT, 130), (signal.SIGTERM, -signal.SIGTERM), (signal.SIGH
 
 @pytest.mark.parametrize("engine", ["embedded", pytest.param("spark", marks=[pytest.mark.spark, pytest.mark.slow])])
 def test_a_caught_signal_removes_the_staging(tmp_path, engine):
-    for sig, status in ENDINGS:
+    # SIGHUP takes SIGTERM's handler (output.staging._ENDING): on Spark, whose every run starts a JVM, those two
+    for sig, status in ENDINGS if engine == "embedded" else ENDINGS[:2]:
         folder = tmp_path / sig.name
         folder.mkdir()
         proc = _writing(folder, engine)

@@ -1,7 +1,7 @@
 """Column statistics of Parquet inputs for the planner's estimates, learnt
 without an engine and cheaply: each column's least and greatest value from
-the row groups' footers, and its distinct values estimated from a sample of
-the first rows (`ColumnStats`)."""
+the row groups' footers, and its distinct values and the share of its most
+frequent value estimated from a sample of the first rows (`ColumnStats`)."""
 
 from __future__ import annotations
 
@@ -63,6 +63,15 @@ def _distinct(values: list, rows: int) -> int:
     return max(1, min(rows, round(scaled)))
 
 
+def _top(values: list) -> float:
+    """The share of the sample's rows holding its most frequent non-null value."""
+    counts: dict = {}
+    for v in values:
+        if v is not None:
+            counts[v] = counts.get(v, 0) + 1
+    return max(counts.values()) / len(values) if counts else 0.0
+
+
 def of_parquet(files: tuple[str, ...], rows: int) -> tuple[ColumnStats, ...]:
     import pyarrow.parquet as pq  # start-up cost: only Parquet inputs read footers
 
@@ -74,5 +83,5 @@ def of_parquet(files: tuple[str, ...], rows: int) -> tuple[ColumnStats, ...]:
     for name in sample.schema.names if sample is not None else ():
         values = sample.column(name).to_pylist()
         lo, hi = ranges.get(name, (None, None))
-        out.append(ColumnStats(name, lo, hi, _distinct(values, rows)))
+        out.append(ColumnStats(name, lo, hi, _distinct(values, rows), _top(values)))
     return tuple(out)

@@ -27,12 +27,15 @@ class ColumnStats:
     (numbers; times as epoch microseconds, nanoseconds for nanosecond
     columns; None: not known) and its distinct values over the whole input,
     estimated from the sample (GEE: values seen once scaled by the square
-    root of the input's rows over the sample's)."""
+    root of the input's rows over the sample's), and the share of the
+    sample's rows its most frequent value holds (a skewed key's largest
+    group)."""
 
     name: str
     lo: float | None
     hi: float | None
     distinct: int
+    top: float = 0.0  # the share of the sample's rows holding its most frequent (non-null) value
 
 
 @dataclass(frozen=True)

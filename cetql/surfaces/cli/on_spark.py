@@ -56,11 +56,14 @@ def _session(args, options):
 
 
 def _release(spark, slot) -> None:
-    """Release this client's session on a server (its Python workers too); a slot's stays for the next run."""
+    """Release this client's session on a server (its Python workers too); a slot's stays for the next run,
+    without what this run cached (the distributed strategy persists its events and edges)."""
     if is_connect(spark):
         ACTIVE.pop("spark", None)
         try:
             spark.client.set_retry_policies([])  # a server that is gone is not waited for again
+            if slot is not None:
+                spark.catalog.clearCache()  # the session is cetql's: nothing of the user's is cached in it
             spark.release_session_on_close = slot is None  # a slot's session stays for the next run
             spark.stop()
         except Exception:  # noqa: BLE001 - the server may be gone: nothing to release

@@ -1,7 +1,9 @@
 """How large the largest (window, partition) group of a detection is, from
 the inputs' statistics (Parquet footers: rows and the time column's range;
 a sample of the first rows: each column's distinct values), before anything
-runs.  Events are assumed spread evenly over time and over key values; an
+runs.  Events are assumed spread evenly over time; of a partition key's
+values, the largest group holds the most frequent value's share of the
+sample's rows (at least 1/distinct: a skewed key's heavy value); an
 edge predicate keeps, of a transition's ordered pairs, 1/distinct of them
 for an equality of two attributes (the larger distinct count), 1/10 for an
 equality of expressions, 1/3 for a range and 1/2 for any other."""
@@ -37,6 +39,11 @@ def _distinct(sources, attr: str) -> int | None:
     return max((s.distinct for s in found if s is not None), default=None)
 
 
+def _top(sources, attr: str) -> float:
+    found = [s.stat(attr) for s in sources]
+    return max((s.top for s in found if s is not None), default=0.0)
+
+
 def _estimate(d: Draft) -> Decision:
     q, sources = d.query, _sources(d)
     if not sources or any(s is None or s.rows is None or not s.stats for s in sources):
@@ -50,10 +57,11 @@ def _estimate(d: Draft) -> Decision:
     events = rows * min(1.0, length / span) if span > 0 else rows
     how = [f"{rows:,} rows over a time span of {span:,.0f}, windows of {length:,.0f}"]
     for k in d.keys:
-        n = _distinct(sources, k.attr)
+        n, top = _distinct(sources, k.attr), _top(sources, k.attr)
         if n:
-            events /= n
-            how.append(f"{n:,} values of {k.attr}")
+            share = max(1 / n, top)  # the largest group's: a skewed key's most frequent value
+            events *= share
+            how.append(f"{n:,} values of {k.attr}, the most frequent in {share:.2%} of the rows")
     events = max(1, math.ceil(events))
     positive = [p for p in q.template.all_positions.values() if not p.negated]
     types = len({p.type for p in positive}) if d.inputs.typed else 1
