@@ -381,3 +381,26 @@ def test_connect_retry_seconds_are_checked(monkeypatch, value):
         connect.connect_retry_seconds()
     monkeypatch.setenv("CETQL_CONNECT_RETRY_SECONDS", "6")
     assert connect.connect_retry_seconds() == 6
+
+
+def test_a_long_run_keeps_c2_and_the_plan_says_which(tmp_path, monkeypatch, capsys):
+    """The plan calls a run long from its inputs' events with window copies
+    (a Parquet footer's rows; a text input's bytes): a long one's local JVM
+    keeps C2, a short one's compiles with C1 only, and `--explain` says which."""
+    import numpy as np
+    import pyarrow as pa
+
+    from cetql.planner.physical.engine import LONG_RUN_EVENTS
+
+    monkeypatch.delenv("CETQL_JVM_OPTIONS", raising=False)
+    assert "-XX:TieredStopAtLevel=1" not in session.jvm_options(long_run=True)
+    assert "-XX:TieredStopAtLevel=1" in session.jvm_options(long_run=False)
+    query = tmp_path / "q.cet"
+    query.write_text("RETURN COUNT(*) PATTERN E+ e[] WHERE e[i].x > e[i-1].x WITHIN 10 SLIDE 5")  # 2 windows an event
+    for rows, long_run in ((LONG_RUN_EVENTS // 2 - 1, False), (LONG_RUN_EVENTS // 2, True)):
+        path = tmp_path / f"in-{rows}.parquet"
+        pq.write_table(pa.table({"ts": np.arange(rows), "x": np.zeros(rows, dtype=np.int64)}), path)
+        assert main(["compile", str(query), "--input", str(path), "--explain", "--engine", "spark"]) == 0
+        said = f"{2 * rows:,} events with window copies"
+        kind = "C2: a long run" if long_run else "C1 only: a short run"
+        assert f"a local driver JVM cetql starts: {kind}, {said}" in capsys.readouterr().out

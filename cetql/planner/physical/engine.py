@@ -14,7 +14,7 @@ not met.  Nothing else in the code asks which engine runs: a backend reads
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from decimal import Decimal
 
 from cetql.base.errors import UsageError
@@ -69,7 +69,8 @@ class Requirements:
     named_zone: str | None  # a named zone naive times are read in (None: UTC or a fixed offset)
     untyped: str | None  # an expression `kind` cannot type ("what = text"), None if every one is typed
     bytes: int | None  # the inputs' size with window copies (None: not known)
-    rows: int | None
+    rows: int | None  # the inputs' rows (None: not known), without window copies
+    copies: int = 1  # the rows an event becomes, a row a window it is in (1: windows shared as blocks)
 
 
 def requirements(logical: L.LogicalPlan, names, scan, filt, windows, root, stream) -> Requirements:
@@ -101,7 +102,7 @@ def requirements(logical: L.LogicalPlan, names, scan, filt, windows, root, strea
         with_rows=isinstance(root, Detect) and root.with_rows,
         ids_from_order=scan.id_col is None and isinstance(root, Detect),
         column_types=tuple(sorted(types.items())), named_zone=zone,
-        untyped=_untyped(names, scan, filt, root, sources), bytes=size, rows=rows,
+        untyped=_untyped(names, scan, filt, root, sources), bytes=size, rows=rows, copies=copies,
     )  # fmt: skip
 
 
@@ -150,9 +151,38 @@ def refusal(need: Requirements, caps: Capabilities) -> str | None:
     return None
 
 
+# Events (with window copies) from which a local driver JVM compiles with C2: C1 alone starts faster and
+# wins a run of seconds, C2's code pays back from a few million events (bench/RESULTS.md, "Start-up
+# settings": A-gen at 1M equal, at 5M 1.5x, at 20M 1.85x faster with C2).  A text input's rows are
+# guessed from its bytes at TEXT_ROW_BYTES a row.
+LONG_RUN_EVENTS = 2_000_000
+TEXT_ROW_BYTES = 64
+
+
+def with_jvm(choice: EngineChoice, need: Requirements) -> EngineChoice:
+    """`choice` with the local driver JVM's compiler decided (Spark only)."""
+    if choice.engine != Engine.SPARK:
+        return choice
+    events = need.rows * need.copies if need.rows is not None else None
+    how = f"{events:,} events with window copies" if events is not None else ""
+    if events is None and need.bytes is not None:
+        events = need.bytes // TEXT_ROW_BYTES
+        how = f"~{events:,} events with window copies ({format_size(need.bytes)} of input)"
+    if events is None:
+        return replace(choice, jvm="C1 only: a short run (the inputs' size is not known)")
+    long_run = events >= LONG_RUN_EVENTS
+    why = f"a long run, {how}" if long_run else f"a short run, {how}"
+    return replace(choice, long_run=long_run, jvm=f"{'C2' if long_run else 'C1 only'}: {why}")
+
+
 def choose(need: Requirements, offered: tuple[Capabilities, ...], asked: Engine) -> EngineChoice:
     """The engine and why: `asked` (refused with the reason where it cannot
-    run the plan), or with AUTO the first of `offered` that can."""
+    run the plan), or with AUTO the first of `offered` that can; on Spark,
+    with the compiler of a local driver JVM cetql starts (`with_jvm`)."""
+    return with_jvm(_choose(need, offered, asked), need)
+
+
+def _choose(need: Requirements, offered: tuple[Capabilities, ...], asked: Engine) -> EngineChoice:
     by_engine = {c.engine: c for c in offered}
     if asked != Engine.AUTO:
         caps = by_engine.get(asked)

@@ -302,6 +302,10 @@ class EngineChoice:
 
     engine: Engine  # LOCAL or SPARK, never AUTO
     reason: str
+    # Spark: a driver JVM cetql starts itself (local master) compiles with C2 for a long run, C1 only for a
+    # short one (`engine.LONG_RUN_EVENTS`); the reason as `--explain` says it ("" where it does not apply)
+    long_run: bool = False
+    jvm: str = ""
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from cetql.surfaces.serve import state as serve_state
 
 
 def run_on_spark(compiled, given, options, args, target, fmt: OutputFormat | None, show) -> int:
-    spark, slot = _session(args, options)
+    spark, slot = _session(args, options, compiled.plan.engine.long_run)
     try:
         _run_on_spark(spark, compiled, given, options, args, target, fmt, show)
     finally:
@@ -38,7 +38,7 @@ def run_on_spark(compiled, given, options, args, target, fmt: OutputFormat | Non
     return 0
 
 
-def _session(args, options):
+def _session(args, options, long_run: bool = False):
     """(the Spark session a run uses, the serve's session slot it holds or None):
     a found `cetql serve`'s, else one of its own."""
     found = None if args.no_serve else serve_state.discovered(args.master, args.remote)
@@ -49,7 +49,7 @@ def _session(args, options):
         spark = _on_server(found, slot, args.verbose, options.time_zone)
     else:
         spark = get_spark(args.master, remote=args.remote, verbose=args.verbose, time_zone=options.time_zone,
-                          token_for=serve_state.token_for)
+                          token_for=serve_state.token_for, long_run=long_run)
     ACTIVE["spark"] = spark
     own_ctrl_c()
     return spark, slot
