@@ -136,3 +136,29 @@ def test_a_workload_output_is_checked_as_a_single_runs_is(tmp_path, capsys, monk
     assert said in capsys.readouterr().err
     assert sorted(p.name for p in work.iterdir()) == ["a.cet", "b.cet"] and not any(home.iterdir())
     assert sorted(p.name for p in data.iterdir()) == ["stock.csv"]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "json"])
+@pytest.mark.parametrize("odd", [0, 1, 2])
+def test_append_refused_for_one_query_writes_none(tmp_path, capsys, fmt, odd):
+    """`--mode append` where one query's DIR/<name> holds results of another
+    shape (whichever query, whatever format): refused before any query's
+    result is written — no folder gains a file."""
+    out = tmp_path / "out"
+    args = ["run", WORKLOAD, "--input", STOCK, "--id-col", "id", "--format", fmt, "--output", str(out)]
+    assert main(args) == 0
+    names = ("up", "down", "rising")
+    other = tmp_path / "other.cet"
+    other.write_text("RETURN MAX(s.price) PATTERN Stock+ s[] WITHIN 10")  # a column none of the queries has
+    assert main(["run", str(other), "--input", STOCK, "--id-col", "id", "--format", fmt, "--output",
+                 str(tmp_path / "other")]) == 0  # fmt: skip
+    import shutil
+
+    shutil.rmtree(out / names[odd])
+    shutil.copytree(tmp_path / "other", out / names[odd])
+    before = {n: sorted(p.name for p in (out / n).iterdir()) for n in names}
+    capsys.readouterr()
+    assert main([*args, "--mode", "append"]) == 2
+    err = capsys.readouterr().err
+    assert f"'{out / names[odd]}' holds results of another shape" in err, err
+    assert {n: sorted(p.name for p in (out / n).iterdir()) for n in names} == before

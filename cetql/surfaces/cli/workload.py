@@ -24,7 +24,7 @@ from cetql.surfaces.cli.flags import run_options
 from cetql.surfaces.cli.said import say_dropped
 from cetql.surfaces.cli.workload_common import planned, say_query_written, title
 from cetql.surfaces.cli.workload_file import read_workload
-from cetql.surfaces.output import resolve_output, write_batches, write_text_batches
+from cetql.surfaces.output import check_append, resolve_output, write_batches, write_text_batches
 from cetql.surfaces.render import print_result, sort_columns
 from cetql.surfaces.serve.state import NOT_HERE
 
@@ -104,6 +104,8 @@ def run_embedded(cw, chosen: dict | None, fmt, args) -> int:
     dropped = 0
     with run.failures():
         results = run_workload(cw.plan)
+        for name, result in results.items() if chosen is not None else ():  # every query's, before any is written
+            check_append(chosen[name], fmt, schema=result.schema)
         for k, (name, result) in enumerate(results.items()):
             kind = result.plan.kind.value
             dropped = max(dropped, result.dropped)

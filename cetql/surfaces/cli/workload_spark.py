@@ -16,7 +16,7 @@ from cetql.base.errors import CetqlError
 from cetql.surfaces.cli.on_spark import _release, _session, printing_zone
 from cetql.surfaces.cli.said import say_dropped
 from cetql.surfaces.cli.workload_common import say_query_written, title
-from cetql.surfaces.output import write
+from cetql.surfaces.output import check_append, prepare_for_format, write
 from cetql.surfaces.progress import progress
 from cetql.surfaces.render import print_result, sort_columns
 
@@ -38,6 +38,8 @@ def _run(spark, cw, data, typed: dict, args, chosen: dict | None, fmt) -> None:
         with progress(spark, f"running a workload of {len(cw.queries)} queries"):
             execution = cw.execution(data, spark=spark, **typed)
             try:
+                for name, df in execution.frames.items() if chosen is not None else ():  # all, before any write
+                    check_append(chosen[name], fmt, df=prepare_for_format(df, fmt))
                 for k, (name, df) in enumerate(execution.frames.items()):
                     kind = execution.plan.plan(k).kind.value
                     if chosen is not None:

@@ -9,6 +9,7 @@ from cetql.surfaces.output.shapes import check_append_shape, existing_shape
 from cetql.surfaces.output.staging import Terminated, recover, rename_noreplace, staged, staging_path
 from cetql.surfaces.output.target import FILE, FOLDER, Target
 from cetql.surfaces.output.writers import (
+    check_append,
     count_rows,
     prepare_for_format,
     write,
@@ -17,6 +18,6 @@ from cetql.surfaces.output.writers import (
     write_text_batches,
 )
 
-__all__ = ["FILE", "FOLDER", "Target", "Terminated", "check_append_shape", "count_rows", "existing_shape",
+__all__ = ["FILE", "FOLDER", "Target", "Terminated", "check_append", "check_append_shape", "count_rows", "existing_shape",
            "prepare_for_format", "recover", "rename_noreplace", "resolve_output", "staged", "staging_path", "write",
            "write_batches", "write_file", "write_text_batches"]  # fmt: skip

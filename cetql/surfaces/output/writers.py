@@ -33,6 +33,20 @@ def prepare_for_format(df, fmt: OutputFormat):
     return df
 
 
+def check_append(target: Target, fmt: OutputFormat, *, df=None, schema=None) -> None:
+    """Refuse, before anything is written, a result `--mode append` would add
+    to a folder of results of another shape: of a Spark DataFrame (`df`, as
+    `prepare_for_format` makes it) or of Arrow batches (`schema`).  Every
+    writer asks here; a workload asks for each of its queries before it
+    writes the first."""
+    if target.skip or target.mode != OutputMode.APPEND or not target.existed:
+        return
+    if df is not None:
+        check_append_shape(target, df, fmt)
+    else:
+        _check_shape(target, [(f.name, spark_type_name(f.type)) for f in schema], fmt)
+
+
 def write(df, target, fmt: OutputFormat, mode: OutputMode = OutputMode.ERROR, inputs=()) -> int | None:
     """Write `df` to `target` (a Target, or a path resolved here); the rows
     written, or None when nothing was (mode ignore) or not counted (a URI)."""
@@ -41,8 +55,7 @@ def write(df, target, fmt: OutputFormat, mode: OutputMode = OutputMode.ERROR, in
     if target.skip:
         return None
     out = prepare_for_format(df, fmt)
-    if target.mode == OutputMode.APPEND and target.existed:
-        check_append_shape(target, out, fmt)
+    check_append(target, fmt, df=out)
     if target.kind == FILE:
         out = out.coalesce(1)
     writer = out.write.format(fmt.value)
@@ -99,8 +112,7 @@ def write_batches(schema, batches, target: Target) -> int | None:
 
     if target.skip:
         return None
-    if target.mode == OutputMode.APPEND and target.existed:
-        _check_shape(target, [(f.name, spark_type_name(f.type)) for f in schema], OutputFormat.PARQUET)
+    check_append(target, OutputFormat.PARQUET, schema=schema)
     rows = 0
     with staged(target) as stage:
         stage.path.mkdir()
@@ -127,8 +139,7 @@ def write_text_batches(schema, batches, target: Target, fmt: OutputFormat, zone)
 
     if target.skip:
         return None
-    if target.mode == OutputMode.APPEND and target.existed:
-        _check_shape(target, [(f.name, spark_type_name(f.type)) for f in schema], fmt)
+    check_append(target, fmt, schema=schema)
     lines = text.csv_lines if fmt == OutputFormat.CSV else text.json_lines
     rows = 0
     with staged(target) as stage:
