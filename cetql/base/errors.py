@@ -160,6 +160,7 @@ class QueryError(CetqlError, ValueError):
 
     exit_code = 2
     kind = "error"
+    query: str | None = None  # a workload's query it is in (its name)
 
     def __init__(self, message: str, pos: Pos | None = None, source: str | None = None):
         super().__init__(message)

@@ -162,3 +162,42 @@ def test_append_refused_for_one_query_writes_none(tmp_path, capsys, fmt, odd):
     err = capsys.readouterr().err
     assert f"'{out / names[odd]}' holds results of another shape" in err, err
     assert {n: sorted(p.name for p in (out / n).iterdir()) for n in names} == before
+
+
+def _place(text: str, token: str) -> str:
+    """line:column (1-based) of `token` in `text`."""
+    at = text.index(token)
+    return f"{text.count(chr(10), 0, at) + 1}:{at - text.rfind(chr(10), 0, at)}"
+
+
+GOOD = "RETURN sym, COUNT(*) PATTERN Stock+ s[] WHERE [sym] WITHIN 100"
+BAD = "RETURN sym, COUNT(*)\n  PATTERN Stock+ s[]\n  WHERE [sym] AND s[i].price > @ 1 WITHIN 100"
+
+
+@pytest.mark.parametrize("bad", [0, 1, 2])
+@pytest.mark.parametrize("form", ["files", "inline", "named"])
+def test_a_workload_error_names_its_file_and_place_there(tmp_path, capsys, bad, form):
+    """A syntax error in any query of a workload is shown where the user
+    wrote it: the query's file, or the workload file's own line and column
+    for a query written inline in it."""
+    texts = [BAD if k == bad else GOOD for k in range(3)]
+    if form == "files":
+        files = []
+        for k, text in enumerate(texts):
+            (tmp_path / f"q{k}.cet").write_text(text + "\n")
+            files.append(str(tmp_path / f"q{k}.cet"))
+        where, shown = files[bad], texts[bad] + "\n"
+    elif form == "inline":
+        body = "# three queries\n" + "".join(
+            f"q{k}: " + text.replace("\n", "\n   ") + "\n\n" for k, text in enumerate(texts)
+        )
+        (tmp_path / "w.cetw").write_text(body)
+        files, where, shown = [str(tmp_path / "w.cetw")], str(tmp_path / "w.cetw"), body
+    else:  # a workload file naming query files
+        for k, text in enumerate(texts):
+            (tmp_path / f"f{k}.cet").write_text(text + "\n")
+        (tmp_path / "w.cetw").write_text("".join(f"q{k}: f{k}.cet\n" for k in range(3)))
+        files, where, shown = [str(tmp_path / "w.cetw")], str(tmp_path / f"f{bad}.cet"), texts[bad] + "\n"
+    assert main(["run", *files, "--input", STOCK, "--id-col", "id"]) == 2
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.startswith(f"{where}:{_place(shown, '@')}: syntax error: query "), first

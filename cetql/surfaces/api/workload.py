@@ -18,7 +18,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from cetql.base.errors import ArgumentTypeError, ParameterError, QueryError, UsageError, spoken
+from cetql.base.errors import ArgumentTypeError, CetqlError, ParameterError, QueryError, UsageError, spoken
 from cetql.base.options import RunOptions
 from cetql.language.parser import parse
 from cetql.planner.logical.plan import Inputs, Resources
@@ -45,11 +45,19 @@ def check_name(name) -> str:
 
 @contextmanager
 def named(name: str):
-    """A query's error, saying which query of the workload it is."""
+    """A query's error, saying which query of the workload it is (and, as
+    `query`, naming it: the command line shows its place in its own file)."""
     try:
         yield
     except QueryError as e:
-        raise type(e)(f"query {name}: {e.message}", e.pos, e.source) from None
+        out = type(e)(f"query {name}: {e.message}", e.pos, e.source)
+        out.query = name
+        raise out from None
+    except CetqlError as e:  # its inputs' errors (a column not there): said of the query too
+        if getattr(e, "query", None) is None and len(e.args) == 1 and isinstance(e.args[0], str):
+            e.args = (f"query {name}: {e.args[0]}",)
+            e.query = name
+        raise
 
 
 def sharing_of(value) -> WorkloadSharing:

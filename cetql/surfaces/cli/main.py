@@ -157,6 +157,11 @@ def main(argv: list[str] | None = None, *, only_in_process: bool = False) -> int
         return args.func(args)
     except QueryError as e:
         name = getattr(args, "query_file", None)
+        if e.query is not None:  # a workload's query: its own file, the place there
+            from cetql.surfaces.cli.workload_file import locate  # noqa: PLC0415 - start-up cost: a workload's error
+
+            name, e.pos, source = locate(args, e.query, e.pos)
+            e.source = source or e.source
         if as_json:
             print(_json_error(e.kind, e.message, e.pos), file=sys.stderr)
         else:

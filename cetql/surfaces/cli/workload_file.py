@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from cetql.base.errors import UsageError
+from cetql.base.errors import Pos, UsageError
 from cetql.surfaces.arguments import read_query
 
 ENTRY = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]*)\s*:(.*)")
@@ -55,7 +55,21 @@ def read_workload(args) -> dict[str, str]:
 
 
 def parse_workload(text: str, base: Path, label: str = "the workload file") -> dict[str, str]:
-    entries: list[tuple[str, list[str], int]] = []
+    entries = _entries(text, label)
+    if not entries:
+        raise UsageError(f"{label} names no query (one 'name: query file or query' a line)")
+    out: dict[str, str] = {}
+    for name, lines, number, _ in entries:
+        if name in out:
+            raise UsageError(f"{label}, line {number}: a second query named {name!r}")
+        out[name] = _query(lines, base, label, number)
+    return out
+
+
+def _entries(text: str, label: str) -> list[tuple[str, list[str], int, list[tuple[int, int]]]]:
+    """(name, its lines, the line it starts on, where each of its lines is in
+    the file: (line, column before its first character)) of each entry."""
+    entries: list[tuple[str, list[str], int, list[tuple[int, int]]]] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -63,19 +77,42 @@ def parse_workload(text: str, base: Path, label: str = "the workload file") -> d
             if not entries:
                 raise UsageError(f"{label}, line {number}: an indented line before any 'name:'")
             entries[-1][1].append(line)
+            entries[-1][3].append((number, len(line) - len(line.lstrip())))
             continue
         m = ENTRY.fullmatch(line.rstrip())
         if m is None:
             raise UsageError(f"{label}, line {number}: expected 'name: query file or query', not {line.strip()!r}")
-        entries.append((m.group(1), [m.group(2)], number))
-    if not entries:
-        raise UsageError(f"{label} names no query (one 'name: query file or query' a line)")
-    out: dict[str, str] = {}
-    for name, lines, number in entries:
-        if name in out:
-            raise UsageError(f"{label}, line {number}: a second query named {name!r}")
-        out[name] = _query(lines, base, label, number)
-    return out
+        value = m.group(2)
+        entries.append((m.group(1), [value], number, [(number, m.start(2) + len(value) - len(value.lstrip()))]))
+    return entries
+
+
+def locate(args, name: str | None, pos: Pos | None) -> tuple[str | None, Pos | None, str | None]:
+    """Where a workload query's error is, in the file the user wrote it in:
+    (that file, the place in it, the file's text for the excerpt; None: the
+    query's own text).  Query files: the query's file and its own place; a
+    workload file's inline query: the workload file, the place moved to its
+    line and column there; one it names: that query file."""
+    files = [args.query_file, *(getattr(args, "more_queries", None) or [])]
+    if name is None:
+        return None, pos, None
+    if len(files) > 1:
+        found = next((f for f in files if ("stdin" if f == "-" else Path(f).stem) == name), None)
+        return (found if found != "-" else None), pos, None
+    text = read_query(files[0])
+    for entry, lines, _, places in _entries(text, files[0]):
+        if entry != name:
+            continue
+        first = lines[0].strip()
+        if len(lines) == 1 and first.endswith(".cet") and " " not in first:
+            path = Path(first) if Path(first).is_absolute() else Path(files[0]).parent / first
+            return str(path), pos, None
+        kept = [p for p, x in zip(places, lines) if x.strip()]  # the query's lines, as `_query` joins them
+        if pos is None or not 1 <= pos.line <= len(kept):
+            return files[0], None, None
+        line, column = kept[pos.line - 1]
+        return files[0], Pos(line, column + pos.column), text
+    return files[0], pos, None
 
 
 def _query(lines: list[str], base: Path, label: str, number: int) -> str:
