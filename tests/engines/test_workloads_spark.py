@@ -193,6 +193,25 @@ def test_cetql_run_of_a_workload_on_spark_writes_each_query_its_rows(spark, tmp_
         assert footer(tmp_path / "spark" / name).remove_metadata() == footer(tmp_path / "embedded" / name).remove_metadata()
 
 
+def test_a_workload_stopped_part_way_says_what_was_written(spark, tmp_path, capsys):
+    """A Spark workload whose second query fails as it is written (its guard):
+    the first query's result is in place, whole, and the run says which
+    queries' results are there and which are not, before the error."""
+    from cetql.surfaces.cli.main import main
+
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "agg.cet").write_text("RETURN sym, COUNT(*) PATTERN Stock+ s[] WHERE [sym] GROUP-BY sym WITHIN 100")
+    (tmp_path / "det.cet").write_text("PATTERN Stock+ s[] WITHIN 100")
+    out = tmp_path / "out"
+    assert main(["run", str(tmp_path / "agg.cet"), str(tmp_path / "det.cet"), "--input",
+                 str(root / "examples" / "data" / "stock.csv"), "--id-col", "id", "--max-trends", "10",
+                 "--engine", "spark", "--no-serve", "--output", str(out)]) == 1  # fmt: skip
+    err = capsys.readouterr().err
+    assert f"the workload stopped: agg written ({out / 'agg'}); det not written" in err, err
+    assert err.index("the workload stopped") < err.index("more than --max-trends 10")
+    assert sorted(p.name for p in out.iterdir()) == ["agg"] and rows(out / "agg")
+
+
 def test_chopped_queries_on_spark_give_their_rows_alone(spark, tmp_path):
     """Chop-Connect's spec (suffix counters, chops) reaches Spark's
     mapInArrow: two queries sharing a suffix of three positions."""

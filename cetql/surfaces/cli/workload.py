@@ -22,7 +22,7 @@ from cetql.planner.semantics.schema import parse_ddl
 from cetql.planner.workload.show import workload_lines, workload_text
 from cetql.surfaces.cli.flags import run_options
 from cetql.surfaces.cli.said import say_dropped
-from cetql.surfaces.cli.workload_common import planned, say_query_written, title
+from cetql.surfaces.cli.workload_common import accounted, planned, say_query_written, title
 from cetql.surfaces.cli.workload_file import read_workload
 from cetql.surfaces.output import check_append, resolve_output, write_batches, write_text_batches
 from cetql.surfaces.render import print_result, sort_columns
@@ -102,7 +102,7 @@ def run_embedded(cw, chosen: dict | None, fmt, args) -> int:
 
     started = time.monotonic()
     dropped = 0
-    with run.failures():
+    with run.failures(), accounted([n for n, _ in cw.queries], chosen) as written:
         results = run_workload(cw.plan)
         for name, result in results.items() if chosen is not None else ():  # every query's, before any is written
             check_append(chosen[name], fmt, schema=result.schema)
@@ -111,6 +111,7 @@ def run_embedded(cw, chosen: dict | None, fmt, args) -> int:
             dropped = max(dropped, result.dropped)
             if chosen is not None:
                 rows = _write(run, result, chosen[name], fmt)
+                written.append(name)
                 say_query_written(name, rows, kind, chosen[name], fmt, started)
                 continue
             result.connection.execute(f"DROP TABLE IF EXISTS {RESULT}").fetchall()

@@ -4,7 +4,9 @@ says per query."""
 
 from __future__ import annotations
 
+import sys
 import time
+from contextlib import contextmanager
 
 from cetql.backends.spark.resources import default_resources
 from cetql.base.options import OutputFormat
@@ -48,6 +50,23 @@ def say_query_written(name: str, rows: int | None, kind: str, target, fmt: Outpu
         print(f"{name}: '{target.given}' exists; nothing written (--mode ignore)")
     else:
         print(f"{name}: wrote {rows:,} {noun} to {target.given} ({fmt.value}) in {time.monotonic() - started:.1f} s")
+
+
+@contextmanager
+def accounted(names, chosen: dict | None):
+    """Each query's result is written whole, one after another: a run that
+    stops part-way (a query's failure, Ctrl-C) says, before its error, which
+    queries' results are in place and which were not written.  Yields the
+    list the caller adds each written query's name to."""
+    written: list[str] = []
+    try:
+        yield written
+    except BaseException:
+        if chosen is not None and written:
+            rest = [n for n in names if n not in written]
+            print(f"the workload stopped: {', '.join(written)} written ({', '.join(str(chosen[n].given) for n in written)}); "
+                  f"{', '.join(rest)} not written", file=sys.stderr)  # fmt: skip
+        raise
 
 
 def title(name: str, first: bool) -> None:

@@ -15,7 +15,7 @@ from cetql.backends.spark.results import SparkRows
 from cetql.base.errors import CetqlError
 from cetql.surfaces.cli.on_spark import _release, _session, printing_zone
 from cetql.surfaces.cli.said import say_dropped
-from cetql.surfaces.cli.workload_common import say_query_written, title
+from cetql.surfaces.cli.workload_common import accounted, say_query_written, title
 from cetql.surfaces.output import check_append, prepare_for_format, write
 from cetql.surfaces.progress import progress
 from cetql.surfaces.render import print_result, sort_columns
@@ -38,18 +38,20 @@ def _run(spark, cw, data, typed: dict, args, chosen: dict | None, fmt) -> None:
         with progress(spark, f"running a workload of {len(cw.queries)} queries"):
             execution = cw.execution(data, spark=spark, **typed)
             try:
-                for name, df in execution.frames.items() if chosen is not None else ():  # all, before any write
-                    check_append(chosen[name], fmt, df=prepare_for_format(df, fmt))
-                for k, (name, df) in enumerate(execution.frames.items()):
-                    kind = execution.plan.plan(k).kind.value
-                    if chosen is not None:
-                        rows = write(df, chosen[name], fmt)
-                        say_query_written(name, rows, kind, chosen[name], fmt, started)
-                        continue
-                    title(name, k == 0)
-                    with printing_zone(cw.queries[0][1].options.time_zone):
-                        rows = SparkRows(execution.execution(name), sort_columns(df.columns, kind))
-                        print_result(rows, limit=args.limit, fmt=args.format, show=None, stream=sys.stdout)
+                with accounted(list(execution.frames), chosen) as written:
+                    for name, df in execution.frames.items() if chosen is not None else ():  # all, before any write
+                        check_append(chosen[name], fmt, df=prepare_for_format(df, fmt))
+                    for k, (name, df) in enumerate(execution.frames.items()):
+                        kind = execution.plan.plan(k).kind.value
+                        if chosen is not None:
+                            rows = write(df, chosen[name], fmt)
+                            written.append(name)
+                            say_query_written(name, rows, kind, chosen[name], fmt, started)
+                            continue
+                        title(name, k == 0)
+                        with printing_zone(cw.queries[0][1].options.time_zone):
+                            rows = SparkRows(execution.execution(name), sort_columns(df.columns, kind))
+                            print_result(rows, limit=args.limit, fmt=args.format, show=None, stream=sys.stdout)
             finally:
                 execution.frames.unpersist()
             if cw.queries[0][1].options.drop_invalid:
