@@ -13,7 +13,7 @@ from pathlib import Path
 
 from engines import footer, rows, write_inputs
 from generators import WINDOWS, stream
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from reference import reference_aggregates
 from test_workloads import check
@@ -90,6 +90,8 @@ def trees(cw):
 @given(suffix_workloads(), stream(True, max_size=12, max_time=6).filter(lambda evs: len(evs) >= 3))
 def test_chopped_queries_give_their_rows_alone_and_the_reference(workload, events):
     texts, s, differ = workload
+    # inputs are written per type the events have: a query of a type with none would have no input (refused)
+    assume({e["__type"] for e in events} >= {"A", "B", "C"})
     with tempfile.TemporaryDirectory() as tmp:
         cw, shared, apart = run(texts, events, Path(tmp))
     assert cw.plan.engine.engine == Engine.EMBEDDED
