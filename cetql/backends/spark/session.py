@@ -45,7 +45,7 @@ JIT_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
 # A long run (the plan's `engine.long_run`: millions of events) keeps C2: its code runs long enough to pay
-# back its compiles (A-gen on local[2]: 1.5x faster at 5M events, 1.85x at 20M); the serial collector stays.
+# back its compiles (bench/RESULTS.md, "Start-up settings": A1 1.34x faster at 5M events, 1.85x at 20M); the serial collector stays.
 LONG_RUN_OPTIONS = ("-XX:+UseSerialGC",)
 
 

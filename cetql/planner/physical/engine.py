@@ -153,7 +153,7 @@ def refusal(need: Requirements, caps: Capabilities) -> str | None:
 
 # Events (with window copies) from which a local driver JVM compiles with C2: C1 alone starts faster and
 # wins a run of seconds, C2's code pays back from a few million events (bench/RESULTS.md, "Start-up
-# settings": A-gen at 1M equal, at 5M 1.5x, at 20M 1.85x faster with C2).  A text input's rows are
+# settings", A1 W1000 exact: 33.2 -> 24.8 s at 5M events, 87.9 -> 47.4 s at 20M; at 1M the same).  A text input's rows are
 # guessed from its bytes at TEXT_ROW_BYTES a row.
 LONG_RUN_EVENTS = 2_000_000
 TEXT_ROW_BYTES = 64
