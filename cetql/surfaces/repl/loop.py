@@ -82,8 +82,12 @@ def loop(shell: Shell, interactive: bool) -> int:
             continue  # Ctrl-C at the prompt clears the line
         except EOFError:
             break
-        if not shell.handle(entry):
-            break
+        try:
+            if not shell.handle(entry):
+                break
+        except KeyboardInterrupt:  # a second Ctrl-C while the first one's cancel runs: the shell stays
+            shell.cancel()
+            shell.complain("cancelled")
     return 0
 
 
