@@ -458,7 +458,9 @@ def test_streams_on_spark_connect(tmp_path_factory, data):
     (folder / "spec.json").write_text(json.dumps(spec))
     tests = Path(__file__).parents[1]  # the script imports the suite's support and engine modules
     path = os.pathsep.join(str(tests / d) for d in ("support", "streams"))
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": path}
+    # SPARK_TESTING: pyspark's local Connect server takes a free port, not 15002 (SPARK-42272), so that a
+    # second suite on the machine, or a `cetql serve` on its default port, does not take this run's server
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": path, "SPARK_TESTING": "1"}
     env.pop("SPARK_REMOTE", None)
     done = subprocess.run([sys.executable, __file__, str(folder / "spec.json")], env=env, capture_output=True,
                           text=True, timeout=900, cwd=Path(__file__).parent)  # fmt: skip
