@@ -132,17 +132,32 @@ def _outside(t, times):
 # ---------------------------------------------------------------- Filter
 
 
+def keep_rows(plan: PhysicalPlan, df: DataFrame, condition) -> DataFrame:
+    """The rows `condition` holds for: every row a plan drops after its scan
+    is dropped here.  On a stream every scanned event moves event time on,
+    the ones dropped too (a later event of no pattern closes the windows
+    before it); Spark's optimizer pushes a filter that does not read the
+    event-time column below the watermark (PushPredicateThroughNonJoin),
+    where the events it drops would no longer move time, so on a stream the
+    condition reads that column — `OR event time IS NULL`, never true: a
+    null time is an invalid row, refused or dropped by the scan."""
+    event_time = plan.names.event_time
+    if plan.stream is not None and event_time in df.columns:
+        condition = condition | F.col(quote(event_time)).isNull()
+    return df.filter(condition)
+
+
 def filter_events(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     """Constant conditions, then one mask column per position; events that
     may take no position are dropped."""
     op = plan.filter
     if op.constant is not None:
-        df = df.filter(holds(op.constant))
+        df = keep_rows(plan, df, holds(op.constant))
     any_state = F.lit(False)
     for m in op.masks:
         df = df.withColumn(m.column, holds(m.definition))
         any_state = any_state | F.col(m.column)
-    return df.filter(any_state)
+    return keep_rows(plan, df, any_state)
 
 
 # ---------------------------------------------------------------- Windows
@@ -191,7 +206,7 @@ def partition(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     kernel splits groups by."""
     op = plan.partition
     for k in op.keys:
-        df = df.filter(F.col(quote(k.attr)).isNotNull()).withColumn(k.column, F.col(quote(k.attr)))
+        df = keep_rows(plan, df, F.col(quote(k.attr)).isNotNull()).withColumn(k.column, F.col(quote(k.attr)))
     for k in op.subkeys:
         df = df.withColumn(k.column, F.col(quote(k.attr)))
     for k in op.state_keys:

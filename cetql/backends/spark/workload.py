@@ -61,10 +61,10 @@ def shared_input(ex: Exchange, plan: PhysicalPlan, spec: WorkloadSpec, events: D
     df = events
     for level in levels(ex.columns):
         df = df.select("*", *[F.expr(column_sql(c, SPARK)).alias(c.column) for c in level])
-    df = df.filter(" OR ".join(SPARK.quote(s) for s in ex.selection))
+    df = C.keep_rows(plan, df, F.expr(" OR ".join(SPARK.quote(s) for s in ex.selection)))
     df = C.windows(plan, df)
     for k in plan.partition.keys:
-        df = df.filter(F.col(quote(k.attr)).isNotNull()).withColumn(k.column, F.col(quote(k.attr)))
+        df = C.keep_rows(plan, df, F.col(quote(k.attr)).isNotNull()).withColumn(k.column, F.col(quote(k.attr)))
     if spec.columns.row is not None:
         user = [c for c in events.columns if not c.startswith(plan.names.prefix)]
         df = df.withColumn(spec.columns.row, F.struct(*[F.col(quote(c)) for c in user]))
