@@ -206,6 +206,15 @@ class SchemaError(CetqlError, ValueError):
     """The data does not fit the query: a missing column, a wrong type."""
 
     exit_code = 2
+    pos: Pos | None = None  # the place in the query its message names, as `line:column` (a column read there)
+    query: str | None = None  # a workload's query it is in (its name)
+
+    def placed(self, pos: Pos, where: str) -> None:
+        """Name the place as `where` says it (a file and the place there),
+        not as `line:column` of its query."""
+        if self.pos is not None and len(self.args) == 1 and isinstance(self.args[0], str):
+            self.args = (self.args[0].replace(f", {self.pos})", f", {where} {pos})", 1),)
+            self.pos = pos
 
 
 class UsageError(CetqlError, ValueError):

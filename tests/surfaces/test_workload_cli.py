@@ -201,3 +201,33 @@ def test_a_workload_error_names_its_file_and_place_there(tmp_path, capsys, bad, 
     assert main(["run", *files, "--input", STOCK, "--id-col", "id"]) == 2
     first = capsys.readouterr().err.splitlines()[0]
     assert first.startswith(f"{where}:{_place(shown, '@')}: syntax error: query "), first
+
+
+FINE = "RETURN sym, COUNT(*) PATTERN Stock+ s[] WHERE [sym] GROUP-BY sym WITHIN 100"
+MISSPELT = "RETURN sym, COUNT(*)\n  PATTERN Stock+ s[]\n  WHERE [sym] AND s[i].prise > 1\n  GROUP-BY sym WITHIN 100"
+
+
+@pytest.mark.parametrize("bad", [0, 2])
+@pytest.mark.parametrize("form", ["files", "inline", "named"])
+def test_a_workload_column_error_names_its_file_and_place_there(tmp_path, capsys, bad, form):
+    """A column the input lacks, in any query of a workload, is shown where
+    the user wrote it, as a syntax error is: its file and its place there."""
+    texts = [MISSPELT if k == bad else FINE for k in range(3)]
+    if form == "files":
+        for k, text in enumerate(texts):
+            (tmp_path / f"q{k}.cet").write_text(text + "\n")
+        files, where, shown = [str(tmp_path / f"q{k}.cet") for k in range(3)], f"q{bad}.cet", texts[bad]
+    elif form == "inline":
+        body = "# three queries\n" + "".join(f"q{k}: " + text.replace("\n", "\n   ") + "\n\n" for k, text in enumerate(texts))
+        (tmp_path / "w.cetw").write_text(body)
+        files, where, shown = [str(tmp_path / "w.cetw")], "w.cetw", body
+    else:
+        for k, text in enumerate(texts):
+            (tmp_path / f"f{k}.cet").write_text(text + "\n")
+        (tmp_path / "w.cetw").write_text("".join(f"q{k}: f{k}.cet\n" for k in range(3)))
+        files, where, shown = [str(tmp_path / "w.cetw")], f"f{bad}.cet", texts[bad]
+    assert main(["run", *files, "--input", STOCK, "--id-col", "id"]) == 2
+    first = capsys.readouterr().err.splitlines()[0]
+    place = _place(shown, "s[i].prise")
+    assert first.startswith(f"error: query q{bad}: column 'prise' (s[i].prise, {where} {place}) is not in the input"), first
+    assert "did you mean 'price'" in first

@@ -113,10 +113,12 @@ class _Checker:
             return OTHER
         found = self.schema.lookup(attr)
         if found is None:
-            raise SchemaError(
+            error = SchemaError(
                 f"column '{attr}' ({shown}{', ' + str(pos) if pos else ''}) is not in the input"
                 f"{did_you_mean(attr, self.schema.names())}; its columns are: {', '.join(self.schema.names())}"
             )
+            error.pos = pos
+            raise error
         return found[0]
 
     def attr(self, a: A.Attr) -> str:

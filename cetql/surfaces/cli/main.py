@@ -22,9 +22,10 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from cetql.backends.spark.session import log_path
-from cetql.base.errors import CetqlError, QueryError, QuerySyntaxError, UsageError
+from cetql.base.errors import CetqlError, QueryError, QuerySyntaxError, SchemaError, UsageError
 from cetql.base.options import OutputMode
 from cetql.base.streams import unfailing_stderr
 from cetql.base.version import VERSION as __version__
@@ -168,6 +169,12 @@ def main(argv: list[str] | None = None, *, only_in_process: bool = False) -> int
             print(e.render(name if name and name != "-" else None), file=sys.stderr)
         return e.exit_code
     except CetqlError as e:
+        if isinstance(e, SchemaError) and e.query is not None and e.pos is not None:  # a workload's query: its place
+            from cetql.surfaces.cli.workload_file import locate  # noqa: PLC0415 - start-up cost: a workload's error
+
+            name, pos, _ = locate(args, e.query, e.pos)
+            if name is not None and pos is not None:
+                e.placed(pos, "stdin" if name == "-" else Path(name).name)
         print(_json_error("error", e.text("cli")) if as_json else e.render(), file=sys.stderr)
         return e.exit_code
     except RecursionError:
