@@ -331,6 +331,6 @@ def test_text_times_before_year_1000_are_padded_as_spark_writes_them():
 
     from cetql.backends.embedded.text import spark_time
 
-    utc = dt.timezone.utc
+    utc = dt.UTC
     assert spark_time(dt.datetime(1, 1, 1, tzinfo=utc), utc) == "0001-01-01T00:00:00.000Z"
     assert spark_time(dt.datetime(999, 5, 6, 7, 8, 9, 123000, tzinfo=utc), utc) == "0999-05-06T07:08:09.123Z"

@@ -27,11 +27,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from cetql.base.errors import CetqlError
 from budget import budget
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from cetql.base.errors import CetqlError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))  # as conftest.py does: also a script
 from processes import spark_env
