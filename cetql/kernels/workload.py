@@ -1,6 +1,7 @@
 """A workload's kernels over one shared kernel input (one exchange): each
-query's own kernel on its own rows, and A-Seq's prefix trees (`pretree`)
-for the queries whose counters the plan shares — what Spark's
+query's own kernel on its own rows, A-Seq's prefix trees (`pretree`)
+for the queries whose counters the plan shares, and shared GRETA
+propagations (`graphlets`) for those whose templates share states — what Spark's
 `mapInArrow`, the embedded engine and a stream's operator call for several
 queries at once.
 
@@ -30,6 +31,7 @@ from cetql.kernels import spec as K
 from cetql.kernels.aggregate import aggregate_schema, aggregate_table
 from cetql.kernels.batches import map_groups
 from cetql.kernels.detect import detect_schema, detect_table
+from cetql.kernels.graphlets import graph_batches
 from cetql.kernels.pretree import tree_batches
 from cetql.kernels.workload_spec import Member, WorkloadSpec
 
@@ -94,7 +96,7 @@ def member_batches(spec: WorkloadSpec, table: pa.Table) -> Iterator[tuple[int, p
     whole groups of the shared input."""
     if table.num_rows == 0:
         return
-    in_tree = {i for t in spec.trees for i in t.members}
+    in_tree = {i for t in spec.trees for i in t.members} | {gm.member for g in spec.graphs for gm in g.members}
     for i, m in enumerate(spec.members):
         if i in in_tree:
             continue
@@ -106,6 +108,8 @@ def member_batches(spec: WorkloadSpec, table: pa.Table) -> Iterator[tuple[int, p
             yield i, b
     for tree in spec.trees:
         yield from tree_batches(spec, tree, table)
+    for g in spec.graphs:
+        yield from graph_batches(spec, g, table, [member_schema(spec.members[gm.member], table.schema) for gm in g.members])
 
 
 def workload_table(spec: WorkloadSpec, table: pa.Table) -> Iterator[pa.RecordBatch]:

@@ -2,7 +2,8 @@
 frozen values, as `spec` is for one query — the members (each query's own
 kernel spec, the column selecting its events, where its columns are) and
 A-Seq's prefix trees over the members whose counters the plan shares
-(with their suffix counters where members are chopped)."""
+(with their suffix counters where members are chopped), and Hamlet's shared
+propagation graphs over the members whose GRETA templates share states."""
 
 from __future__ import annotations
 
@@ -88,8 +89,35 @@ class PrefixTree:
 
 
 @dataclass(frozen=True)
+class GraphMember:
+    """A member propagated in a shared graph: which merged state each of its
+    own states is, and the merged transitions it walks (its value vector's
+    components travel along those only)."""
+
+    member: int  # index into WorkloadSpec.members
+    states: tuple[tuple[str, str], ...]  # (its own state, the merged state)
+    transitions: tuple[int, ...]  # indices into the graph's template.transitions
+
+
+@dataclass(frozen=True)
+class SharedGraph:
+    """GRETA's propagation shared by several aggregation members (Hamlet's
+    shared graphlets, in GRETA's form): one template whose states and
+    transitions are the members', merged where two members' are the same
+    (the same mask column; the same edge predicates between merged states),
+    in the shared columns' names.  Each node carries one value vector with
+    every member's components; a transition carries the components of the
+    members that walk it, so each member's values are those it has alone."""
+
+    template: K.TemplateSpec
+    members: tuple[GraphMember, ...]
+    subkeys: tuple[str, ...] = ()  # shared columns: equivalence attributes every event shares
+
+
+@dataclass(frozen=True)
 class WorkloadSpec:
     columns: K.Columns  # the shared group, time and id columns (and blocks' window bounds)
     members: tuple[Member, ...]
     trees: tuple[PrefixTree, ...] = ()
+    graphs: tuple[SharedGraph, ...] = ()
     query: str = "__query"  # the output column naming each row's query (a plan's internal name)

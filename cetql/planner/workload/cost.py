@@ -9,7 +9,10 @@ over the input's events — a guess made before any data is read, shown by
 - a query's own kernel: 5 × its rows × its positions (per event and
   position, in Python); taking its rows from a shared input: 0.1 × the
   input's rows;
-- a prefix tree: 0.5 × rows × counters (a pass of prefix sums each).
+- a prefix tree: 0.5 × rows × counters (a pass of prefix sums each);
+- a shared propagation: 5 × the rows of its busiest query × its merged
+  states, plus 0.1 × the input's rows a query (it walks every query's
+  nodes once, the edges its queries have in common once).
 
 Rows are the events a query takes times the windows an event falls in;
 what a query takes is guessed from its vertex predicates (an equality
@@ -58,8 +61,11 @@ def _exchange(queries: tuple[Named, ...], ex: Exchange) -> float:
     plans = [queries[i].plan for i in ex.queries]
     union = 1 - prod(1 - taken(p) for p in plans)
     rows = union * plans[0].windows.per_event
-    in_tree = {i for t in ex.trees for i in t.members}
+    in_tree = {i for t in ex.trees for i in t.members} | {gm.member for g in ex.graphs for gm in g.members}
     cost = SORT * rows * (1 + WIDTH * len(ex.columns)) + TREE * rows * sum(len(t.nodes) + len(t.suffixes) for t in ex.trees)
+    for g in ex.graphs:
+        busiest = max(taken(queries[ex.members[gm.member].query].plan) for gm in g.members)
+        cost += TAKE * rows * len(g.members) + LOOP * busiest * plans[0].windows.per_event * len(g.template.states)
     for k, m in enumerate(ex.members):
         if k not in in_tree:
             p = queries[m.query].plan

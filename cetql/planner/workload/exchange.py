@@ -21,6 +21,7 @@ from cetql.kernels import spec as K
 from cetql.kernels.workload_spec import Member
 from cetql.planner.physical.kernel import kernel_spec
 from cetql.planner.physical.show import show
+from cetql.planner.workload.graphs import shared_graphs
 from cetql.planner.workload.plan import Exchange, Named, SharedColumn
 from cetql.planner.workload.trees import prefix_trees
 
@@ -100,6 +101,8 @@ def exchange(queries: tuple[Named, ...], indices: tuple[int, ...], reason: str) 
     cols = _Columns(prefix)
     members = tuple(_member(cols, i, queries[i]) for i in indices)
     columns = cols.values()
-    trees, text = prefix_trees(queries, members, {c.column: show(c.definition) for c in columns})
-    return Exchange(indices, columns, members, trees, text, reason)
+    describe = {c.column: show(c.definition) for c in columns}
+    trees, text = prefix_trees(queries, members, describe)
+    graphs, graphs_text = shared_graphs([queries[m.query].name for m in members], members, describe)
+    return Exchange(indices, columns, members, trees, text, reason, graphs, graphs_text)
 

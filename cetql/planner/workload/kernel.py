@@ -15,4 +15,4 @@ def workload_spec(w: WorkloadPlan, ex: Exchange) -> WorkloadSpec:
     rows = any(isinstance(w.plan(i).root, Detect) and w.plan(i).root.with_rows for i in ex.queries)
     columns = K.Columns(group=p.partition.group, time=n.time, id=n.id, row=n.row if rows else None, block=win.block,
                         window_lo=n.window_lo if win.block else None, window_hi=n.window_hi if win.block else None)  # fmt: skip
-    return WorkloadSpec(columns, ex.members, ex.trees, query=n.prefix + "query")
+    return WorkloadSpec(columns, ex.members, ex.trees, ex.graphs, query=n.prefix + "query")

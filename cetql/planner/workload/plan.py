@@ -7,7 +7,8 @@ backends, which decide nothing.
       ScanGroup: queries reading one scan of the same inputs
         Exchange: queries with the same windows and keys: one kernel input
           (one Spark exchange), their columns computed once each, every
-          query's kernel on its own rows, A-Seq's prefix trees shared
+          query's kernel on its own rows, A-Seq's prefix trees shared,
+          GRETA propagations shared where templates share states (Hamlet)
 
 A query in no group runs alone, by its own plan.  Sharing changes cost,
 never answers: every query's rows are those it gives alone
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from cetql.kernels import spec as K
-from cetql.kernels.workload_spec import Member, PrefixTree
+from cetql.kernels.workload_spec import Member, PrefixTree, SharedGraph
 from cetql.planner.physical.plan import EngineChoice, PhysicalPlan, Scan
 
 
@@ -65,6 +66,8 @@ class Exchange:
     trees: tuple[PrefixTree, ...]
     trees_text: tuple[str, ...]  # the trees in words (--explain)
     reason: str
+    graphs: tuple[SharedGraph, ...] = ()
+    graphs_text: tuple[str, ...] = ()  # the shared propagations in words (--explain)
 
     @property
     def selection(self) -> tuple[str, ...]:

@@ -27,6 +27,7 @@ def _exchange_lines(ex: Exchange) -> list[str]:
         guard = f", where {c.guard}" if c.guard else ""
         lines.append(f"  {c.column} = {show(c.definition)}{guard} — {c.about}")
     lines += ["  " + t for t in ex.trees_text]
+    lines += ["  " + t for t in ex.graphs_text]
     return lines
 
 
