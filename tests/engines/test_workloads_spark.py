@@ -51,11 +51,16 @@ STREAMED = {
     "abc": "PATTERN SEQ(Stock a, Stock b, !Stock n, Stock c) WHERE a.type = 'A' AND a.k = 'u' AND b.type = 'B' AND "
            "n.type = 'C' AND c.type = 'A' AGG COUNT(*) WITHIN 6 SLIDE 3",
     "rise": "PATTERN Stock+ a[] WHERE a.type = 'A' AND a[i].x > a[i-1].x WITHIN 6 SLIDE 3",
+    # one shared GRETA propagation (the B → B edge), heads and aggregates of their own
+    "sums": "RETURN SUM(b.x) PATTERN SEQ(Stock a, Stock+ b[]) WHERE a.type = 'A' AND b.type = 'B' AND "
+            "b[i].x > b[i-1].x WITHIN 6 SLIDE 3",
+    "maxes": "RETURN MAX(b.x), COUNT(*) PATTERN SEQ(Stock a, Stock+ b[]) WHERE a.type = 'C' AND b.type = 'B' AND "
+             "b[i].x > b[i-1].x WITHIN 6 SLIDE 3",
 }
 
 
 def test_a_workload_on_a_stream_writes_each_query_its_batch_rows(spark, tmp_path):
-    """Three queries on one stream (one streaming query, one checkpoint):
+    """Five queries on one stream (one streaming query, one checkpoint):
     each query's folder holds exactly the rows it gives alone in batch."""
     import pyarrow as pa
     import pyarrow.parquet as pq
