@@ -39,7 +39,9 @@ from cetql.kernels.workload_spec import Member, SharedGraph, WorkloadSpec
 class _Layout:
     """Where each member lives in the shared value vector, its targets in
     merged state names and shared columns, which states start and end its
-    trends, and which components each transition carries."""
+    trends, and which components each transition carries (its walkers'
+    only: a transition's index sums those, so a query's own edge costs what
+    it costs alone, however many queries share the graph)."""
 
     def __init__(self, g: SharedGraph, members: list[Member]):
         self.template, self.members = g.template, members
@@ -65,16 +67,13 @@ class _Layout:
         for k, gm in enumerate(g.members):
             for t in gm.transitions:
                 walks[t].add(k)
-        # the components a transition does not carry (zeroed before it is inserted into its index)
-        self.cleared = [[self.spans[k] for k in range(len(members)) if k not in w] for w in walks]
+        # the components each transition carries: its walkers' (its index holds those alone)
+        self.carried = [[c for k in sorted(w) for c in range(*self.spans[k])] for w in walks]
+        self.tmonoids = [Monoid([kinds[c] for c in carry], 0) for carry in self.carried]
 
-    def carried(self, t: int, v: list) -> list:
-        if not self.cleared[t]:
-            return v
-        out = list(v)
-        for lo, hi in self.cleared[t]:
-            out[lo:hi] = self.monoid.zero[lo:hi]
-        return out
+
+def _gather(v: list, carry: list[int]) -> list:
+    return [v[c] for c in carry]
 
 
 def _part(lay: _Layout, cols: dict, times: list) -> list[list]:
@@ -85,17 +84,22 @@ def _part(lay: _Layout, cols: dict, times: list) -> list[list]:
     finals = [list(mk.zero) for mk in lay.monoids]
     incoming: dict[str, list] = {}
     outgoing: dict[str, list] = {}
+    whole = len(m.kinds)
     for t, st in enumerate(gt.steps):
-        idx = gt.index(m, st)
-        incoming.setdefault(st.target, []).append(idx)
-        outgoing.setdefault(st.source, []).append((t, idx))
+        carry = lay.carried[t]
+        idx = gt.index(lay.tmonoids[t], st)
+        incoming.setdefault(st.target, []).append((None if len(carry) == whole else carry, idx))
+        outgoing.setdefault(st.source, []).append((None if len(carry) == whole else carry, idx))
     for group in gt.nodes_by_time():
         values = []
         for node in group:
             e, s = node
             acc = list(m.zero)
-            for idx in incoming.get(s, ()):
-                m.add(acc, idx.query(node))
+            for carry, idx in incoming.get(s, ()):
+                if carry is None:
+                    m.add(acc, idx.query(node))
+                else:
+                    m.add_at(acc, idx.query(node), carry)
             for k in lay.serving[s]:
                 lo, hi = lay.spans[k]
                 v = acc[lo:hi]
@@ -107,8 +111,8 @@ def _part(lay: _Layout, cols: dict, times: list) -> list[list]:
                     lay.monoids[k].add(finals[k], v)
             values.append(acc)
         for node, v in zip(group, values):
-            for t, idx in outgoing.get(node[1], ()):
-                idx.insert(node, lay.carried(t, v))
+            for carry, idx in outgoing.get(node[1], ()):
+                idx.insert(node, v if carry is None else _gather(v, carry))
     return [greta._results(f, ts, sl) for f, ts, sl in zip(finals, targets, lay.slots)]
 
 

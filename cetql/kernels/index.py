@@ -80,11 +80,15 @@ class Monoid:
         self.zero = [zero_count if k == SUM else None for k in kinds]
 
     def add(self, acc: list, v: list) -> None:
-        for i, k in enumerate(self.kinds):
-            x = v[i]
+        self.add_at(acc, v, range(len(self.kinds)))
+
+    def add_at(self, acc: list, v: list, at: Sequence[int]) -> None:
+        """acc[at[j]] ⊕= v[j] (v: the components `at` of a vector)."""
+        kinds = self.kinds
+        for x, i in zip(v, at):
             if x is None:
                 continue
-            y = acc[i]
+            y, k = acc[i], kinds[i]
             if k == SUM:
                 acc[i] = x if y is None else y + x
             elif y is None or (smaller(x, y) if k == MIN else smaller(y, x)):
