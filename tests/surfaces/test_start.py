@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -22,10 +23,13 @@ import pyarrow.parquet as pq
 import pytest
 from processes import descendants, free_port, spark_env, start, stop, wait_for_port
 
+import cetql
 from cetql.backends.spark import archive as cds
 from cetql.backends.spark import connect, session
 from cetql.backends.spark.connect import with_token
 from cetql.base.errors import UsageError
+from cetql.base.options import Engine, RunOptions
+from cetql.surfaces.cli.flags import known_inputs
 from cetql.surfaces.cli.main import main
 from cetql.surfaces.serve import state as serve_state
 
@@ -406,3 +410,8 @@ def test_a_long_run_keeps_c2_and_the_plan_says_which(tmp_path, monkeypatch, caps
         said = f"{2 * rows:,} events with window copies"
         kind = "C2: a long run" if long_run else "C1 only: a short run"
         assert f"a local driver JVM cetql starts: {kind}, {said}" in capsys.readouterr().out
+    # a Spark Connect server runs a --remote run (the REPL's, a run's): no JVM starts here, and the plan says none does
+    for asked in ("--remote", "SPARK_REMOTE"):
+        opts = replace(RunOptions.of(), engine=Engine.SPARK, spark_asked=asked)
+        text = cetql.compile(query.read_text(), options=opts).planned(known_inputs(str(path), {}, "ts")).explain(as_string=True)
+        assert "Spark" in text and "local driver JVM" not in text, text

@@ -159,9 +159,13 @@ LONG_RUN_EVENTS = 2_000_000
 TEXT_ROW_BYTES = 64
 
 
+REMOTE = ("--remote", "SPARK_REMOTE")  # the flags that give the run to a Spark Connect server: no local JVM
+
+
 def with_jvm(choice: EngineChoice, need: Requirements) -> EngineChoice:
-    """`choice` with the local driver JVM's compiler decided (Spark only)."""
-    if choice.engine != Engine.SPARK:
+    """`choice` with the local driver JVM's compiler decided (Spark only;
+    none for a run a Spark Connect server takes, which starts no JVM here)."""
+    if choice.engine != Engine.SPARK or need.spark_asked in REMOTE:
         return choice
     events = need.rows * need.copies if need.rows is not None else None
     how = f"{events:,} events with window copies" if events is not None else ""
