@@ -129,6 +129,29 @@ def columns(*exprs: Expr | None) -> tuple[str, ...]:
     return tuple(found)
 
 
+def identity(e: Expr | None) -> object:
+    """A hashable value two expressions share exactly when they compute the
+    same values: the expression with each literal's type beside its value
+    (`Lit(2)`, `Lit(2.0)`, `Lit(True)` and `Lit(Decimal(2))` are equal as
+    Python values, but `x * 2` may overflow 64 bits where `x * 2.0` gives a
+    double).  Work shared by definition (a workload's shared columns and
+    edges) is keyed by it."""
+    match e:
+        case None:
+            return None
+        case Lit(value=v):
+            return ("lit", type(v).__name__, repr(v))
+        case Col() | Param():
+            return e
+        case Neg(operand=x) | Not(operand=x) | IsNotNull(operand=x):
+            return (type(e).__name__, identity(x))
+        case Arith(op=op, left=a, right=b) | Cmp(op=op, left=a, right=b):
+            return (type(e).__name__, op, identity(a), identity(b))
+        case And(items=xs) | Or(items=xs):
+            return (type(e).__name__, *(identity(x) for x in xs))
+    raise TypeError(f"not a kernel expression: {e!r}")
+
+
 # Comparators an indexed edge predicate may use, written `next.lval OP h(prev)`.
 
 # How a transition finds the successors of an event (decided by the plan):

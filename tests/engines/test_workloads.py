@@ -10,16 +10,22 @@ a stream in test_workloads_spark."""
 from __future__ import annotations
 
 import tempfile
+from decimal import Decimal
 from pathlib import Path
 
+import pytest
 from engines import footer, rows, write_inputs
 from generators import stream
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from workloads import alone, compiled, run_workload_to, workloads
 
+from cetql.backends.embedded.output import ArithmeticOverflow
+from cetql.backends.embedded.run import failures
 from cetql.base.errors import QueryError, SchemaError
 from cetql.base.options import Engine
+from cetql.kernels import spec as K
+from cetql.planner.physical.show import show
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck),
                     phases=[Phase.explicit, Phase.reuse, Phase.generate])  # fmt: skip
@@ -123,3 +129,25 @@ def test_an_expression_of_one_query_is_never_evaluated_on_rows_only_another_take
     done = run_workload_to(tmp_path / "shared", cw, data, by_type)
     apart = alone(tmp_path, texts, data, by_type, Engine.EMBEDDED, id_col="id")
     check(cw, {n: (rows(p), footer(p)) for n, p in done.items()}, apart)
+
+
+def test_literals_of_other_types_are_other_columns(tmp_path):
+    """`x * 2` overflows 64 bits where `x * 2.0` gives a double: two queries
+    whose edges differ only so compute two columns (and share no edge), so
+    the one that fails alone fails in the workload, and the other's rows
+    are its own; `2`, `2.0` and `true` are equal Python values, never one
+    definition."""
+    events = [{"ts": t, "__type": "AB"[min(t, 1)], "x": x, "g": "g", "k": "u", "id": t}
+              for t, x in enumerate([1, 3, 2**62, 5, 2**63 - 1, 2])]  # fmt: skip
+    base = "PATTERN SEQ(A a, B+ b[]) WHERE b[i].x > b[i-1].x * {} WITHIN 100"
+    texts = {"dbl": "RETURN COUNT(*), SUM(b.x) " + base.format("2.0"), "int": "RETURN COUNT(*), MAX(b.x) " + base.format("2")}
+    data, by_type = write_inputs(tmp_path, events, True, False, "parquet")
+    cw = compiled(texts, data, by_type, id_col="id")
+    (ex,) = cw.plan.groups[0].exchanges
+    assert {show(c.definition) for c in ex.columns} >= {"(x * 2.0)", "(x * 2)"}, cw.explain(as_string=True)
+    with pytest.raises(ArithmeticOverflow), failures():  # the one-line error the CLI shows
+        alone(tmp_path, {"int": texts["int"]}, data, by_type, Engine.EMBEDDED, id_col="id")
+    with pytest.raises(ArithmeticOverflow), failures():
+        run_workload_to(tmp_path / "shared", cw, data, by_type)
+    assert K.identity(K.Lit(2)) != K.identity(K.Lit(2.0)) != K.identity(K.Lit(True))
+    assert K.identity(K.Lit(Decimal("2"))) != K.identity(K.Lit(2))

@@ -35,7 +35,7 @@ class _Columns:
         self.whose: dict[str, list[str]] = {}
 
     def get(self, definition: K.Expr, guard: str | None, what: str, query: str, boolean: bool = True) -> str:
-        key = (definition, guard, boolean)
+        key = (K.identity(definition), guard, boolean)  # a literal's type too: `x * 2` is not `x * 2.0`
         found = self.by_key.get(key)
         if found is None:
             name = f"{self.prefix}x{len(self.by_key)}"

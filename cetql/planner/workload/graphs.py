@@ -70,7 +70,7 @@ def merge(members: tuple[Member, ...], chosen: list[int], subkeys: tuple[str, ..
     """One template for the chosen members, their equal states and edges merged."""
     states: list[K.State] = []
     transitions: list[K.Transition] = []
-    found: dict[K.Transition, int] = {}
+    found: dict[tuple, int] = {}  # a transition's identity (its expressions' literals typed) → its index
     made, start, end = [], set(), set()
     for i in chosen:
         m = members[i]
@@ -86,10 +86,11 @@ def merge(members: tuple[Member, ...], chosen: list[int], subkeys: tuple[str, ..
         walks = []
         for tr in t.transitions:
             mt = _transition(tr, mine, shared)
-            if mt not in found:
-                found[mt] = len(transitions)
+            key = (mt.source, mt.target, mt.equal, mt.ranges, tuple(K.identity(e) for e in mt.others), mt.index)
+            if key not in found:
+                found[key] = len(transitions)
                 transitions.append(mt)
-            walks.append(found[mt])
+            walks.append(found[key])
         start |= {mine[s] for s in t.start}
         end |= {mine[s] for s in t.end}
         made.append(GraphMember(i, tuple(mine.items()), tuple(walks)))
