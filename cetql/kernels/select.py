@@ -25,6 +25,7 @@ reference, which raises the one error with its numbers.
 from __future__ import annotations
 
 import importlib.util
+import threading
 from enum import StrEnum
 from functools import cache
 
@@ -70,12 +71,18 @@ def _walks(spec: K.DetectSpec) -> bool:
 
 def variant(spec: K.DetectSpec | K.AggregateSpec, rows: int) -> Variant:
     """The variant that runs a task's table of `rows` rows."""
+    found = _wanted(spec, rows)
+    return found if found == Variant.REFERENCE or available() else Variant.REFERENCE
+
+
+def _wanted(spec: K.DetectSpec | K.AggregateSpec, rows: int) -> Variant:
+    """The variant the spec and a table of `rows` rows ask for, numba aside."""
     found = shape(spec)
     if found == Variant.REFERENCE or spec.compiled == Compiled.NEVER:
         return Variant.REFERENCE
     if spec.compiled == Compiled.AUTO and rows < MIN_ROWS:
         return Variant.REFERENCE
-    return found if available() else Variant.REFERENCE
+    return found
 
 
 @cache
@@ -88,6 +95,19 @@ def available() -> bool:
     from cetql.kernels import jit  # start-up cost: numba's import, only where a compiled loop may run
 
     return jit.COMPILED
+
+
+def preload(spec: K.DetectSpec | K.AggregateSpec, events: int) -> threading.Thread | None:
+    """Import the compiled loops in a thread where a compiled variant may run
+    on `events` events (the kernels' tables hold at least those): numba's
+    import (a fifth of a second of CPU) then overlaps the engine's work on
+    its input, which releases the GIL, instead of following it.  What runs
+    is still decided by `variant`, on each table.  The thread, if started."""
+    if _wanted(spec, events) == Variant.REFERENCE:
+        return None
+    thread = threading.Thread(target=available, name="cetql-compiled-loops", daemon=True)
+    thread.start()
+    return thread
 
 
 def describe(spec: K.DetectSpec | K.AggregateSpec) -> str:

@@ -19,6 +19,7 @@ from harness import run_local
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cetql.base.options import RunOptions
 from cetql.kernels import jit, jit_wide, select
 from cetql.kernels import spec as K
 from cetql.planner.physical.kernel import kernel_spec
@@ -162,3 +163,25 @@ def test_limbs_overflow_exactly_at_their_width(limbs):
         assert bool(over[0]) is not fits
         if fits:
             assert jit_wide.to_int(totals[0]) == 2**n - 1
+
+
+def test_compiled_loops_are_imported_ahead_only_where_they_may_run():
+    """`select.preload` starts numba's import beside the engine's reading
+    where a compiled variant may run on that many events (a COUNT(*) of
+    E+ from MIN_ROWS events on), never for a smaller input, a shape only
+    the reference runs, or compiled loops turned off."""
+    from harness import plan_for
+
+    def started(text: str, events: int, **options) -> bool:
+        _, phys = plan_for(text, options=RunOptions.of(**options))
+        thread = select.preload(kernel_spec(phys), events)
+        if thread is not None:
+            thread.join()
+        return thread is not None
+
+    count = "RETURN COUNT(*) PATTERN E+ e[] WHERE e[i].x > e[i-1].x WITHIN 10"
+    assert started(count, select.MIN_ROWS)
+    assert not started(count, select.MIN_ROWS - 1)
+    assert not started(count, 10**6, compiled="never")
+    assert started(count, 1, compiled="always")
+    assert not started("RETURN SUM(e.x) PATTERN E+ e[] WHERE e[i].x > e[i-1].x WITHIN 10", 10**6)  # the reference's

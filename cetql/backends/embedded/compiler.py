@@ -31,7 +31,7 @@ from cetql.backends.inputs.stamps import check_unchanged
 from cetql.backends.sql import windows as W
 from cetql.backends.sql.dialects import DUCKDB
 from cetql.backends.sql.expressions import condition, to_sql
-from cetql.kernels import process
+from cetql.kernels import process, select
 from cetql.planner.logical import plan as L
 from cetql.planner.physical.kernel import kernel_spec
 from cetql.planner.physical.plan import Detect, PhysicalPlan
@@ -67,10 +67,11 @@ def connect() -> duckdb.DuckDBPyConnection:
 
 def run(plan: PhysicalPlan) -> Result:
     """The plan's result, read from its input files."""
+    spec = kernel_spec(plan)
     con = connect()
     dropped = scan(con, plan)
+    select.preload(spec, con.execute(f"SELECT count(*) FROM {EVENTS}").fetchall()[0][0])  # beside the kernel input's query
     table = con.sql(kernel_input_sql(plan)).to_arrow_table()
-    spec = kernel_spec(plan)
     if isinstance(plan.root, Detect):
         fn, schema = process.detect_fn(spec), process.detect_schema(spec, table.schema)
     else:
