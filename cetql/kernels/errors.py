@@ -5,6 +5,8 @@ as it is (`cetql.failures`)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from cetql.base.errors import CetqlError
 from cetql.kernels.spec import Context
@@ -20,6 +22,24 @@ class AggregateOverflow(CetqlError):
 
 class SharedKeyedEvent(CetqlError):
     """An event may take a keyed state and another state (`parts`)."""
+
+
+@contextmanager
+def of_query(name: str) -> Iterator[None]:
+    """A kernel's error inside a workload names its query (`query NAME:
+    …`), as the query's errors at planning do; the same class, so the
+    driver shows it as it shows the query's own."""
+    try:
+        yield
+    except CetqlError as e:
+        if not name or getattr(e, "query", None) is not None:
+            raise
+        try:
+            out = type(e)(f"query {name}: {Exception.__str__(e)}")
+        except TypeError:  # an error built otherwise: as it is
+            raise e from None
+        out.query = name
+        raise out from None
 
 
 def describe_window(context: Context, k: int) -> str:

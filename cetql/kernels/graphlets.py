@@ -30,6 +30,7 @@ from cetql.kernels.aggregate import _combine, _final
 from cetql.kernels.batches import window_groups
 from cetql.kernels.columns import read_columns, template_columns
 from cetql.kernels.doubles import EXACT
+from cetql.kernels.errors import of_query
 from cetql.kernels.index import Monoid
 from cetql.kernels.parts import nothing, part_columns, parts
 from cetql.kernels.template import GroupTemplate
@@ -146,7 +147,8 @@ def graph_batches(spec: WorkloadSpec, g: SharedGraph, table: pa.Table, schemas: 
             for k, m in enumerate(members):
                 if present[k]:
                     group = [table.column(x)[w_start].as_py() for x in m.spec.output_keys]
-                    row = [wk, *group, *(_final(m.spec, i, v, wk, group) for i, v in enumerate(totals[k]))]
+                    with of_query(m.name):
+                        row = [wk, *group, *(_final(m.spec, i, v, wk, group) for i, v in enumerate(totals[k]))]
                     for i, v in enumerate(row):
                         out[k][i].append(v)
     for k, (gm, schema) in enumerate(zip(g.members, schemas)):

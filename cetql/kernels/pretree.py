@@ -33,6 +33,7 @@ from cetql.kernels import spec as K
 from cetql.kernels.aggregate import _final, aggregate_schema
 from cetql.kernels.batches import group_starts, window_groups
 from cetql.kernels.compare import key, time_keys
+from cetql.kernels.errors import of_query
 from cetql.kernels.workload_spec import PrefixTree, WorkloadSpec
 
 SAFE = float(1 << 62)  # prefix sums below this are exact in int64 (doubles estimate them)
@@ -253,7 +254,9 @@ def tree_batches(spec: WorkloadSpec, tree: PrefixTree, table: pa.Table) -> Itera
         taken = np.asarray(pc.fill_null(table.column(m.select).combine_chunks(), False).to_numpy(zero_copy_only=False),
                            dtype=bool)[lay.rows]  # fmt: skip
         present = np.logical_or.reduceat(taken, lay.window_start) if len(taken) else np.zeros(0, dtype=bool)
-        yield member, _batch(m.spec, table, lay, counts[member], np.flatnonzero(present))
+        with of_query(m.name):
+            batch = _batch(m.spec, table, lay, counts[member], np.flatnonzero(present))
+        yield member, batch
 
 
 def _batch(spec: K.AggregateSpec, table: pa.Table, lay: Layout, counts: np.ndarray, windows: np.ndarray):

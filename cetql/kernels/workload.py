@@ -31,6 +31,7 @@ from cetql.kernels import spec as K
 from cetql.kernels.aggregate import aggregate_schema, aggregate_table
 from cetql.kernels.batches import map_groups
 from cetql.kernels.detect import detect_schema, detect_table
+from cetql.kernels.errors import of_query
 from cetql.kernels.graphlets import graph_batches
 from cetql.kernels.pretree import tree_batches
 from cetql.kernels.workload_spec import Member, WorkloadSpec
@@ -104,8 +105,9 @@ def member_batches(spec: WorkloadSpec, table: pa.Table) -> Iterator[tuple[int, p
         if rows.num_rows == 0:
             continue
         run = detect_table if isinstance(m.spec, K.DetectSpec) else aggregate_table
-        for b in run(m.spec, rows):
-            yield i, b
+        with of_query(m.name):
+            for b in run(m.spec, rows):
+                yield i, b
     for tree in spec.trees:
         yield from tree_batches(spec, tree, table)
     for g in spec.graphs:

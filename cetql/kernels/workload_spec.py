@@ -21,6 +21,7 @@ class Member:
     spec: K.DetectSpec | K.AggregateSpec
     select: str  # boolean column: the query takes this row (null: no)
     columns: tuple[tuple[str, str], ...]  # (its own column, the shared column holding it)
+    name: str = ""  # the query's name: its kernel's errors say it (`errors.of_query`)
 
 
 @dataclass(frozen=True)

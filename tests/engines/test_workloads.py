@@ -151,3 +151,21 @@ def test_literals_of_other_types_are_other_columns(tmp_path):
         run_workload_to(tmp_path / "shared", cw, data, by_type)
     assert K.identity(K.Lit(2)) != K.identity(K.Lit(2.0)) != K.identity(K.Lit(True))
     assert K.identity(K.Lit(Decimal("2"))) != K.identity(K.Lit(2))
+
+
+def test_a_kernel_error_in_a_workload_names_its_query(tmp_path):
+    """A count past DECIMAL(38) fails as alone — in a query's own kernel
+    and in a shared propagation — and the error says which query it is."""
+    from cetql.kernels.errors import AggregateOverflow
+
+    events = [{"ts": t, "__type": "A" if t == 0 else "B", "x": 1, "g": "g", "k": "u", "id": t} for t in range(201)]
+    data, by_type = write_inputs(tmp_path, events, True, False, "parquet")
+    cases = {"runs": {"runs": "RETURN COUNT(*) PATTERN B+ b[] WITHIN 1000",  # its own kernel (2^200 - 1 runs)
+                      "pairs": "RETURN COUNT(*) PATTERN SEQ(A a, B b) WITHIN 1000"},
+             "heads": {"heads": "RETURN COUNT(*), SUM(b.x) PATTERN SEQ(A a, B+ b[]) WITHIN 1000",  # one propagation
+                       "top": "RETURN MAX(b.x) PATTERN SEQ(A a, B+ b[]) WITHIN 1000"}}  # fmt: skip
+    for failing, texts in cases.items():
+        cw = compiled(texts, data, by_type, id_col="id")
+        assert cw.plan.groups and not cw.plan.alone, cw.explain(as_string=True)
+        with pytest.raises(AggregateOverflow, match=f"^query {failing}: COUNT\\(\\*\\) = .* does not fit DECIMAL\\(38,0\\)"):
+            run_workload_to(tmp_path / failing, cw, data, by_type)

@@ -92,7 +92,7 @@ def _member(cols: _Columns, i: int, q: Named) -> Member:
         own.append((d.column, cols.get(d.definition, guard, f"{d.column} = {show(d.definition)}", q.name, False)))
     for k in (*p.partition.subkeys, *p.partition.state_keys):
         own.append((k.column, cols.get(K.Col("self", k.attr), None, f"key {k.attr}", q.name, False)))
-    return Member(i, kernel_spec(p), select, tuple(own))
+    return Member(i, kernel_spec(p), select, tuple(own), q.name)
 
 
 def exchange(queries: tuple[Named, ...], indices: tuple[int, ...], reason: str) -> Exchange:

@@ -130,9 +130,10 @@ def shared_graphs(names: list[str], members: tuple[Member, ...],
         while len(sharing) != len(g.members) and len(sharing) >= 2:  # leave out who shares nothing, and look again
             g = merge(members, sharing, subkeys)
             sharing = _sharing(g)
+        sharing = sharing if len(sharing) >= 2 else []  # one query left sharing shares with none
         text += [f"{names[i]} propagates alone: no edge (predecessor index) in common with another query's propagation"
                  for i in chosen if i not in sharing]  # fmt: skip
-        if len(sharing) >= 2:
+        if sharing:
             graphs.append(g)
             text += _lines(g, names, members, describe)
     return tuple(graphs), tuple(text)
