@@ -11,6 +11,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from budget import budget
 from engines import footer, rows, write_inputs
 from generators import WINDOWS, stream
 from hypothesis import HealthCheck, Phase, assume, given, settings
@@ -21,7 +22,7 @@ from workloads import STEPS, alone, compiled, run_workload_to
 
 from cetql.base.options import Engine
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck),
+SETTINGS = settings(max_examples=budget(30), deadline=None, suppress_health_check=list(HealthCheck),
                     phases=[Phase.explicit, Phase.reuse, Phase.generate])  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from decimal import Decimal
 import duckdb
 import pyarrow as pa
 import pytest
+from budget import budget
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -144,7 +145,7 @@ def _leaves_64_bits(e, rows) -> bool:
     return bool(found)
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=budget(250), deadline=None, suppress_health_check=list(HealthCheck))
 @given(_exprs(), st.lists(ROW, min_size=1, max_size=8))
 def test_duckdb_evaluates_as_the_kernels_do(e, rows):
     """Equal values, nulls and NaN alike; an integer past 64 bits fails

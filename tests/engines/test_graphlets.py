@@ -12,6 +12,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from budget import budget
 from checks import same_value
 from engines import footer, rows, write_inputs
 from generators import WINDOWS, stream
@@ -23,7 +24,7 @@ from workloads import alone, compiled, run_workload_to
 
 from cetql.base.options import Algorithm, Engine
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck),
+SETTINGS = settings(max_examples=budget(25), deadline=None, suppress_health_check=list(HealthCheck),
                     phases=[Phase.explicit, Phase.reuse, Phase.generate])  # fmt: skip
 
 HEADS = ["", "A a", "A a", "C a"]

@@ -14,6 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from budget import budget
 from engines import footer, rows, write_inputs
 from generators import stream
 from hypothesis import HealthCheck, Phase, assume, given, settings
@@ -27,7 +28,7 @@ from cetql.base.options import Engine
 from cetql.kernels import spec as K
 from cetql.planner.physical.show import show
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck),
+SETTINGS = settings(max_examples=budget(40), deadline=None, suppress_health_check=list(HealthCheck),
                     phases=[Phase.explicit, Phase.reuse, Phase.generate])  # fmt: skip
 
 

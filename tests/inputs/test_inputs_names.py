@@ -10,13 +10,14 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from budget import budget
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from cetql.backends.inputs.sources import describe
 from cetql.base.errors import SchemaError
 
-SOME = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+SOME = settings(max_examples=budget(60), deadline=None, suppress_health_check=list(HealthCheck))
 names = st.text(st.sampled_from("aAbB`. _é"), min_size=1, max_size=3).filter(lambda s: s.strip() == s)
 
 
