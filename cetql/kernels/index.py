@@ -80,7 +80,17 @@ class Monoid:
         self.zero = [zero_count if k == SUM else None for k in kinds]
 
     def add(self, acc: list, v: list) -> None:
-        self.add_at(acc, v, range(len(self.kinds)))
+        """acc ⊕= v: `add_at` over every component, written out (GRETA's hot
+        loop; a test holds the two equal)."""
+        for i, k in enumerate(self.kinds):
+            x = v[i]
+            if x is None:
+                continue
+            y = acc[i]
+            if k == SUM:
+                acc[i] = x if y is None else y + x
+            elif y is None or (smaller(x, y) if k == MIN else smaller(y, x)):
+                acc[i] = x
 
     def add_at(self, acc: list, v: list, at: Sequence[int]) -> None:
         """acc[at[j]] ⊕= v[j] (v: the components `at` of a vector)."""

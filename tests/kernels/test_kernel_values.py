@@ -28,7 +28,7 @@ from cetql.kernels import spec as K
 from cetql.kernels.batches import group_starts
 from cetql.kernels.compare import COMPARATORS, compare, ranks
 from cetql.kernels.expr import evaluate
-from cetql.kernels.index import AttributeIndex, count_in_range, later_in_range, sums
+from cetql.kernels.index import MAX, MIN, SUM, AttributeIndex, Monoid, count_in_range, later_in_range, sums
 
 OPS = ["=", "!=", "<", "<=", ">", ">="]
 VALUES = [*SPECIAL, 1, 3, Decimal("2.5"), Decimal("-1")]
@@ -145,3 +145,25 @@ def test_min_and_max_order_nan_above_every_number():
     check_aggregates(text, events, False)
     rows = detected("PATTERN S+ s[] WITHIN 10", events, False, "ALL")
     assert len(rows[0]) == 7
+
+
+ADDED = st.none() | st.integers(-3, 3) | st.sampled_from([math.nan, -0.0, 0.0, 1.5, math.inf, -math.inf])
+
+
+@settings(max_examples=budget(200), deadline=None)
+@given(st.lists(st.sampled_from([SUM, MIN, MAX]), min_size=1, max_size=6), st.data())
+def test_a_vector_add_is_its_components_added_at_their_places(kinds, data):
+    """`Monoid.add` (GRETA's hot loop) is `add_at` over every component,
+    and `add_at` over some components leaves the others as they were:
+    sums, minima and maxima of values with nulls, NaN and -0.0."""
+    m = Monoid(kinds, 0)
+    vector = st.lists(ADDED, min_size=len(kinds), max_size=len(kinds))
+    acc, v = data.draw(vector), data.draw(vector)
+    at = data.draw(st.lists(st.sampled_from(range(len(kinds))), unique=True))
+    whole, some = list(acc), list(acc)
+    m.add(whole, v)
+    m.add_at(some, [v[i] for i in at], at)
+    every = list(acc)
+    m.add_at(every, v, range(len(kinds)))
+    assert repr(whole) == repr(every)
+    assert repr(some) == repr([whole[i] if i in at else acc[i] for i in range(len(kinds))])
