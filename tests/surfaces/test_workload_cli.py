@@ -170,17 +170,21 @@ def _place(text: str, token: str) -> str:
     return f"{text.count(chr(10), 0, at) + 1}:{at - text.rfind(chr(10), 0, at)}"
 
 
-GOOD = "RETURN sym, COUNT(*) PATTERN Stock+ s[] WHERE [sym] WITHIN 100"
+GOOD = "RETURN sym, COUNT(*) PATTERN Stock+ s[] WHERE [sym] GROUP-BY sym WITHIN 100"
 BAD = "RETURN sym, COUNT(*)\n  PATTERN Stock+ s[]\n  WHERE [sym] AND s[i].price > @ 1 WITHIN 100"
+UNBOUND = "RETURN sym, COUNT(*)\n  PATTERN Stock+ s[]\n  WHERE [sym] AND q.price > 1 GROUP-BY sym WITHIN 100"  # binds no q
+ERRORS = {"syntax": (BAD, "@", "syntax error"), "binding": (UNBOUND, "q.price", "error")}
 
 
 @pytest.mark.parametrize("bad", [0, 1, 2])
 @pytest.mark.parametrize("form", ["files", "inline", "named"])
-def test_a_workload_error_names_its_file_and_place_there(tmp_path, capsys, bad, form):
-    """A syntax error in any query of a workload is shown where the user
-    wrote it: the query's file, or the workload file's own line and column
-    for a query written inline in it."""
-    texts = [BAD if k == bad else GOOD for k in range(3)]
+@pytest.mark.parametrize("kind", ["syntax", "binding"])
+def test_a_workload_error_names_its_file_and_place_there(tmp_path, capsys, bad, form, kind):
+    """A syntax or binding error (an unknown variable) in any query of a
+    workload is shown where the user wrote it: the query's file, or the
+    workload file's own line and column for a query written inline in it."""
+    wrong, token, label = ERRORS[kind]
+    texts = [wrong if k == bad else GOOD for k in range(3)]
     if form == "files":
         files = []
         for k, text in enumerate(texts):
@@ -200,7 +204,7 @@ def test_a_workload_error_names_its_file_and_place_there(tmp_path, capsys, bad, 
         files, where, shown = [str(tmp_path / "w.cetw")], str(tmp_path / f"f{bad}.cet"), texts[bad] + "\n"
     assert main(["run", *files, "--input", STOCK, "--id-col", "id"]) == 2
     first = capsys.readouterr().err.splitlines()[0]
-    assert first.startswith(f"{where}:{_place(shown, '@')}: syntax error: query "), first
+    assert first.startswith(f"{where}:{_place(shown, token)}: {label}: query q{bad}: "), first
 
 
 FINE = "RETURN sym, COUNT(*) PATTERN Stock+ s[] WHERE [sym] GROUP-BY sym WITHIN 100"

@@ -83,11 +83,11 @@ def compile_many(queries: dict, params: dict | None = None, schema: Schema | Non
         raise ArgumentTypeError("compile_many takes a dict {name: query text} of at least one query")
     options = RunOptions.of(options, **keywords)
     given = check_params(_param_dict(params))
-    asts = {}
+    asts, read = {}, {}
     for n, t in queries.items():
-        with named(check_name(n)):
+        with named(check_name(n)):  # its parse and binding errors (an unknown variable) are said of it, at its place
             asts[n] = parse(query_text(t))
-    read = {n: parameters_read(a) for n, a in asts.items()}
+            read[n] = parameters_read(asts[n])
     unread = [k for k in given if not any(k in r for r in read.values())]
     if unread:
         raise ParameterError(f"--param {unread[0]}: no query of the workload has a parameter {unread[0]}")
