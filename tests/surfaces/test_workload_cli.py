@@ -235,3 +235,20 @@ def test_a_workload_column_error_names_its_file_and_place_there(tmp_path, capsys
     place = _place(shown, "s[i].prise")
     assert first.startswith(f"error: query q{bad}: column 'prise' (s[i].prise, {where} {place}) is not in the input"), first
     assert "did you mean 'price'" in first
+
+
+def test_a_stopped_run_says_what_mode_ignore_left_and_names_the_failing_query(tmp_path, capsys):
+    """--mode ignore leaves an existing result as it was: a run stopped later
+    says so (not "written"), and the query that stopped it is named."""
+    slow = "PATTERN Stock+ s[] WHERE [sym] AND s[i].price >= s[i-1].price WITHIN 1000 TRENDS ALL"
+    (tmp_path / "w.cetw").write_text(f"kept: {ROOT / 'examples' / 'kiting.cet'}\nslow: {slow}\n")
+    out = tmp_path / "out"
+    (out / "kept").mkdir(parents=True)
+    (out / "kept" / "old").write_text("old")
+    checks = ROOT / "examples" / "data" / "checks.csv"  # typed inputs: two scans, each query run by its own plan
+    assert main(["run", str(tmp_path / "w.cetw"), "--input", f"Check={checks}", "--input", f"Stock={STOCK}", "--id-col",
+                 "id", "--output", str(out), "--mode", "ignore", "--max-trends", "10"]) == 1  # fmt: skip
+    err = capsys.readouterr().err
+    assert "the workload stopped: kept left as it was (--mode ignore); slow not written" in err, err
+    assert "error: query slow: " in err and "more than --max-trends 10" in err, err
+    assert (out / "kept" / "old").read_text() == "old" and not (out / "slow").exists()

@@ -20,6 +20,7 @@ from cetql.base.options import Engine, OutputFormat, OutputMode, Sink
 from cetql.planner.explain import explain_data
 from cetql.planner.semantics.schema import parse_ddl
 from cetql.planner.workload.show import workload_lines, workload_text
+from cetql.surfaces.api.workload import named
 from cetql.surfaces.cli.flags import run_options
 from cetql.surfaces.cli.said import say_dropped
 from cetql.surfaces.cli.workload_common import accounted, planned, say_query_written, title
@@ -109,15 +110,16 @@ def run_embedded(cw, chosen: dict | None, fmt, args) -> int:
         for k, (name, result) in enumerate(results.items()):
             kind = result.plan.kind.value
             dropped = max(dropped, result.dropped)
-            if chosen is not None:
-                rows = _write(run, result, chosen[name], fmt)
-                written.append(name)
-                say_query_written(name, rows, kind, chosen[name], fmt, started)
-                continue
-            result.connection.execute(f"DROP TABLE IF EXISTS {RESULT}").fetchall()
-            title(name, k == 0)
-            rows = run.rows(result, sort_columns(list(result.schema.names), kind))
-            print_result(rows, limit=args.limit, fmt=args.format, show=None, stream=sys.stdout)
+            with named(name), run.failures():  # an error met as this query's rows are made (a lazy one's) names it
+                if chosen is not None:
+                    rows = _write(run, result, chosen[name], fmt)
+                    written.add(name, rows)
+                    say_query_written(name, rows, kind, chosen[name], fmt, started)
+                    continue
+                result.connection.execute(f"DROP TABLE IF EXISTS {RESULT}").fetchall()
+                title(name, k == 0)
+                rows = run.rows(result, sort_columns(list(result.schema.names), kind))
+                print_result(rows, limit=args.limit, fmt=args.format, show=None, stream=sys.stdout)
     say_dropped(dropped)
     return 0
 

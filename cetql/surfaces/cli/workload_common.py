@@ -52,20 +52,35 @@ def say_query_written(name: str, rows: int | None, kind: str, target, fmt: Outpu
         print(f"{name}: wrote {rows:,} {noun} to {target.given} ({fmt.value}) in {time.monotonic() - started:.1f} s")
 
 
+class Outcomes(list):
+    """The queries written, in order; `kept`: those whose existing output
+    --mode ignore left as it was."""
+
+    def __init__(self):
+        super().__init__()
+        self.kept: list[str] = []
+
+    def add(self, name: str, rows: int | None) -> None:
+        (self.kept if rows is None else self).append(name)
+
+
 @contextmanager
 def accounted(names, chosen: dict | None):
     """Each query's result is written whole, one after another: a run that
     stops part-way (a query's failure, Ctrl-C) says, before its error, which
-    queries' results are in place and which were not written.  Yields the
-    list the caller adds each written query's name to."""
-    written: list[str] = []
+    queries' results are in place, which were left as they were (--mode
+    ignore) and which were not written.  Yields the `Outcomes` the caller
+    adds each query to as it is written (or left)."""
+    done = Outcomes()
     try:
-        yield written
+        yield done
     except BaseException:
-        if chosen is not None and written:
-            rest = [n for n in names if n not in written]
-            print(f"the workload stopped: {', '.join(written)} written ({', '.join(str(chosen[n].given) for n in written)}); "
-                  f"{', '.join(rest)} not written", file=sys.stderr)  # fmt: skip
+        if chosen is not None and (done or done.kept):
+            rest = [n for n in names if n not in done and n not in done.kept]
+            said = [f"{', '.join(done)} written ({', '.join(str(chosen[n].given) for n in done)})"] if done else []
+            said += [f"{', '.join(done.kept)} left as it was (--mode ignore)"] if done.kept else []
+            said += [f"{', '.join(rest)} not written"] if rest else []
+            print(f"the workload stopped: {'; '.join(said)}", file=sys.stderr)
         raise
 
 

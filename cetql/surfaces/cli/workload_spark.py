@@ -45,7 +45,7 @@ def _run(spark, cw, data, typed: dict, args, chosen: dict | None, fmt) -> None:
                         kind = execution.plan.plan(k).kind.value
                         if chosen is not None:
                             rows = write(df, chosen[name], fmt)
-                            written.append(name)
+                            written.add(name, rows)
                             say_query_written(name, rows, kind, chosen[name], fmt, started)
                             continue
                         title(name, k == 0)
