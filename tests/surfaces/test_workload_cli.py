@@ -252,3 +252,32 @@ def test_a_stopped_run_says_what_mode_ignore_left_and_names_the_failing_query(tm
     assert "the workload stopped: kept left as it was (--mode ignore); slow not written" in err, err
     assert "error: query slow: " in err and "more than --max-trends 10" in err, err
     assert (out / "kept" / "old").read_text() == "old" and not (out / "slow").exists()
+
+
+def test_a_typed_workload_reads_no_column_in_an_input_whose_queries_do_not_read_it(tmp_path, capsys):
+    """q1 reads Stock's x; q2 reads Stock and Trade but no x; Trade's x holds
+    a value no number reads. Alone each runs; in a workload too: a scan
+    shared by both would check x in Trade, so they read their own scans,
+    and the plan says why. Each query's rows are its own."""
+    stock = "ts,id,sym,price,x\n" + "".join(f"{t},{t},{'ab'[t % 2]},{100 + t % 5},{t % 3}\n" for t in range(40))
+    trade = "ts,id,sym,price,x\n" + "".join(f"{t},{1000 + t},{'ab'[t % 2]},{99 + t % 4},{'oops' if t == 7 else 1}\n"
+                                            for t in range(40))  # fmt: skip
+    (tmp_path / "s.csv").write_text(stock)
+    (tmp_path / "t.csv").write_text(trade)
+    texts = {"q1": "RETURN sym, COUNT(*) PATTERN SEQ(Stock a, Stock b) WHERE [sym] AND a.x = 1 GROUP-BY sym WITHIN 20",
+             "q2": "RETURN sym, COUNT(*) PATTERN SEQ(Stock a, Trade b) WHERE [sym] AND a.price > 101 GROUP-BY sym "
+                   "WITHIN 20"}  # fmt: skip
+    (tmp_path / "w.cetw").write_text("".join(f"{n}: {t}\n" for n, t in texts.items()))
+    inputs = ["--input", f"Stock={tmp_path / 's.csv'}", "--input", f"Trade={tmp_path / 't.csv'}", "--id-col", "id"]
+    assert main(["compile", str(tmp_path / "w.cetw"), *inputs, "--explain"]) == 0
+    assert "x, which q1 reads, would be checked in input Trade too" in capsys.readouterr().out
+    assert main(["run", str(tmp_path / "w.cetw"), *inputs, "--output", str(tmp_path / "out"), "--format", "csv"]) == 0
+    for name, text in texts.items():
+        (tmp_path / f"{name}.cet").write_text(text)
+        mine = inputs if name == "q2" else [inputs[0], inputs[1], *inputs[4:]]
+        assert main(["run", str(tmp_path / f"{name}.cet"), *mine, "--output", str(tmp_path / name), "--format", "csv"]) == 0
+        assert _csv_rows(tmp_path / "out" / name) == _csv_rows(tmp_path / name) != []
+
+
+def _csv_rows(folder: Path) -> list[str]:
+    return sorted(line for f in folder.glob("*.csv") for line in f.read_text().splitlines()[1:])

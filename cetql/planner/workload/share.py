@@ -124,21 +124,44 @@ def _place_scan(found: list[list[int]], queries, i: int, apart: list[str]) -> No
     its inputs the same way, or whose reader's inputs it reads all of (it
     becomes the reader)."""
     p = queries[i].plan
-    for members in found:
+    why: dict[int, str] = {}
+    for k, members in enumerate(found):
         wide = queries[members[0]].plan
         if _differs(_scan_facts(wide), _scan_facts(p)) is not None:
             continue
-        if _inputs_fit(wide, p):
-            members.append(i)
-            return
-        if _inputs_fit(p, wide):
-            members.insert(0, i)
-            return
-    for members in found:
+        joined = [*members, i] if _inputs_fit(wide, p) else [i, *members] if _inputs_fit(p, wide) else None
+        if joined is not None:
+            why[k] = _checks_fit(queries, joined) or ""
+            if not why[k]:
+                members[:] = joined
+                return
+    for k, members in enumerate(found):
         first = queries[members[0]]
         label = _differs(_scan_facts(first.plan), _scan_facts(p)) or "inputs (neither reads all of the other's)"
-        apart.append(f"{queries[i].name} does not share {first.name}'s scan: {label} differ")
+        apart.append(f"{queries[i].name} does not share {first.name}'s scan: " + (why.get(k) or f"{label} differ"))
     found.append([i])
+
+
+def _checks_fit(queries, members: list[int]) -> str | None:
+    """Why one scan of these queries' inputs (its reader's, the first's)
+    would refuse a row none of them refuses alone: it checks every column
+    any of them reads, in every input, so a column one query reads is
+    checked in an input only others read (typed inputs) — None when every
+    input that has such a column is read by a query that checks it alone
+    (an input whose columns are not known is taken to have them all)."""
+    inputs = {f.type_name: f.source for f in queries[members[0]].plan.logical.find(L.Scan).inputs.each}
+    reads = {m: {si.type_name for si in queries[m].plan.scan.inputs} for m in members}
+    for m in members:
+        for t, source in inputs.items():
+            if t in reads[m]:
+                continue
+            has = None if source is None else {c.name for c in source.columns}
+            own = {c for k in members if t in reads[k] for c in queries[k].plan.scan.checked}
+            for c in queries[m].plan.scan.checked:
+                if (has is None or c in has) and c not in own:
+                    return (f"{c}, which {queries[m].name} reads, would be checked in input {t} too, which "
+                            f"{queries[m].name} does not read (a value there it cannot read would fail the scan)")  # fmt: skip
+    return None
 
 
 STREAM_NONE = ("--workload-sharing none: every query reads its own scan into its own stateful operator, in one "
