@@ -281,3 +281,14 @@ def test_a_typed_workload_reads_no_column_in_an_input_whose_queries_do_not_read_
 
 def _csv_rows(folder: Path) -> list[str]:
     return sorted(line for f in folder.glob("*.csv") for line in f.read_text().splitlines()[1:])
+
+
+def test_a_typed_workload_runs_where_the_engine_asked_for_runs_each_query(tmp_path):
+    """--engine embedded with typed inputs: each query runs there alone, so
+    the workload does (its queries' types were learnt from a plan without
+    inputs, which the insisted engine refused as unknown)."""
+    examples = ROOT / "examples"
+    inputs = ["--input", f"Check={examples / 'data' / 'checks.csv'}", "--input", f"Stock={STOCK}", "--id-col", "id"]
+    assert main(["run", str(examples / "kiting.cet"), str(examples / "stock.cet"), *inputs, "--engine", "embedded",
+                 "--output", str(tmp_path / "out"), "--format", "csv"]) == 0  # fmt: skip
+    assert _csv_rows(tmp_path / "out" / "kiting") and _csv_rows(tmp_path / "out" / "stock")

@@ -7,9 +7,10 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 
 from cetql.backends.spark.resources import default_resources
-from cetql.base.options import OutputFormat
+from cetql.base.options import Engine, OutputFormat
 from cetql.planner.logical.plan import Inputs
 from cetql.surfaces.api.query import check_inputs
 from cetql.surfaces.api.workload import compile_many
@@ -32,11 +33,14 @@ def planned(args, options, *, stream: bool = False, schema=None, strict: bool = 
             found = Inputs(schema=schema)
         return as_stream(found, args.watermark) if stream else found
 
-    if typed:  # each query reads the inputs of its own types: learnt from a plan without them
-        cw = compile_many(queries, params, options=options, sharing=sharing, strict_params=bool(args.param))
-        cw.check_typed(typed, "--input {}=PATH")
-        cw = cw.planned({n: known({t: p for t, p in typed.items() if t in c.types}) for n, c in cw.queries}, resources,
-                        strict_params=strict)  # fmt: skip
+    if typed:  # each query reads the inputs of its own types: learnt from a plan without them (on any engine: an
+        # engine insisted on is weighed with the inputs, below)
+        probe = compile_many(queries, params, options=replace(options, engine=Engine.AUTO), sharing=sharing,
+                             strict_params=bool(args.param))  # fmt: skip
+        probe.check_typed(typed, "--input {}=PATH")
+        each = {n: known({t: p for t, p in typed.items() if t in c.types}) for n, c in probe.queries}
+        cw = compile_many(queries, params, options=options, sharing=sharing, strict_params=strict, inputs=each,
+                          resources=resources)  # fmt: skip
     else:
         cw = compile_many(queries, params, options=options, sharing=sharing, strict_params=strict, inputs=known({}),
                           resources=resources)  # fmt: skip
