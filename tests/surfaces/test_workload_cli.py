@@ -83,10 +83,14 @@ def test_the_sharing_plan_says_what_is_shared_and_why_not(tmp_path, capsys):
     ("a: PATTERN A+ a[] WITHIN 3\na: PATTERN A+ a[] WITHIN 4\n", "a second query named 'a'"),
     ("-a: PATTERN A+ a[] WITHIN 3\n", "expected 'name: query file or query'"),
     ("# nothing\n", "names no query"),
+    ("a: sub.cet\n", "'sub.cet' is a folder, not a query file"),
+    ("Up: PATTERN A+ a[] WITHIN 3\nup: PATTERN A+ a[] WITHIN 4\n", "queries 'Up' and 'up': their output folders are one"),
+    (f"{'n' * 201}: PATTERN A+ a[] WITHIN 3\n", "is 201 characters: a name is its output folder, at most 200"),
 ])  # fmt: skip
 def test_a_workload_file_is_refused_with_its_line(tmp_path, capsys, text, said):
     w = tmp_path / "w.cetw"
     w.write_text(text)
+    (tmp_path / "sub.cet").mkdir()
     assert main(["compile", str(w)]) == 2
     assert said in capsys.readouterr().err
 

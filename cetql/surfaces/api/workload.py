@@ -32,6 +32,7 @@ from cetql.surfaces.api.query import CompiledQuery, _param_dict
 from cetql.surfaces.arguments import query_text
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+MAX_NAME = 200  # characters: a folder's name (most file systems take 255 bytes)
 
 
 def check_name(name) -> str:
@@ -40,7 +41,21 @@ def check_name(name) -> str:
     if not NAME.fullmatch(name):
         raise UsageError(f"query name {name!r}: a name is its output folder — a letter or digit, then letters, "
                          "digits, _, - or .")  # fmt: skip
+    if len(name) > MAX_NAME:
+        raise UsageError(f"query name {name[:20]!r}… is {len(name)} characters: a name is its output folder, at most "
+                         f"{MAX_NAME}")  # fmt: skip
     return name
+
+
+def check_names(names) -> None:
+    """Names whose output folders would be one on a file system that does
+    not tell case apart (macOS's, Windows') are refused."""
+    seen: dict[str, str] = {}
+    for n in names:
+        other = seen.setdefault(n.casefold(), n)
+        if other != n:
+            raise UsageError(f"queries {other!r} and {n!r}: their output folders are one where case is not told "
+                             "apart; name them apart")  # fmt: skip
 
 
 @contextmanager
@@ -88,6 +103,7 @@ def compile_many(queries: dict, params: dict | None = None, schema: Schema | Non
         with named(check_name(n)):  # its parse and binding errors (an unknown variable) are said of it, at its place
             asts[n] = parse(query_text(t))
             read[n] = parameters_read(asts[n])
+    check_names(queries)
     unread = [k for k in given if not any(k in r for r in read.values())]
     if unread:
         raise ParameterError(f"--param {unread[0]}: no query of the workload has a parameter {unread[0]}")

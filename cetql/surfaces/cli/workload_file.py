@@ -119,6 +119,8 @@ def _query(lines: list[str], base: Path, label: str, number: int) -> str:
     first, rest = lines[0].strip(), [x.strip() for x in lines[1:]]
     if not rest and first.endswith(".cet") and " " not in first:
         path = Path(first) if Path(first).is_absolute() else base / first
+        if path.is_dir():
+            raise UsageError(f"{label}, line {number}: '{first}' is a folder, not a query file (read beside {label})")
         if not path.is_file():
             raise UsageError(f"{label}, line {number}: query file '{first}' does not exist (read beside {label})")
         return read_query(str(path))
