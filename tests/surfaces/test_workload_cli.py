@@ -296,3 +296,12 @@ def test_a_typed_workload_runs_where_the_engine_asked_for_runs_each_query(tmp_pa
     assert main(["run", str(examples / "kiting.cet"), str(examples / "stock.cet"), *inputs, "--engine", "embedded",
                  "--output", str(tmp_path / "out"), "--format", "csv"]) == 0  # fmt: skip
     assert _csv_rows(tmp_path / "out" / "kiting") and _csv_rows(tmp_path / "out" / "stock")
+
+
+def test_a_query_file_entry_may_carry_a_comment(tmp_path, capsys):
+    """`name: file.cet  # why` and comment lines under it name the file (it
+    was read as inline query text, refused at the '.')."""
+    (tmp_path / "q.cet").write_text(FINE)
+    (tmp_path / "w.cetw").write_text("a: q.cet  # the rising runs\nb: q.cet\n   -- the same, again\n")
+    assert main(["compile", str(tmp_path / "w.cetw"), "--input", STOCK, "--id-col", "id"]) == 0
+    assert "workload of 2 queries" in capsys.readouterr().out

@@ -11,7 +11,8 @@ workload file (`.cetw`):
 A name starts a line (a letter or digit, then letters, digits, `_`, `-`
 or `.`) and ends with `:`; it names the query's output folder
 (`--output DIR` writes `DIR/<name>/`).  A value that is one word ending in
-`.cet` is a file; anything else is the query's text.  Why not TOML or
+`.cet` is a file (a `# …` comment may follow it); anything else is the
+query's text.  Why not TOML or
 YAML: a query is text with quotes, brackets and `--` comments of its own;
 this format takes it as written, without quoting or escaping.
 """
@@ -103,8 +104,8 @@ def locate(args, name: str | None, pos: Pos | None) -> tuple[str | None, Pos | N
     for entry, lines, _, places in _entries(text, files[0]):
         if entry != name:
             continue
-        first = lines[0].strip()
-        if len(lines) == 1 and first.endswith(".cet") and " " not in first:
+        first = _file_of(lines)
+        if first is not None:
             path = Path(first) if Path(first).is_absolute() else Path(files[0]).parent / first
             return str(path), pos, None
         kept = [p for p, x in zip(places, lines) if x.strip()]  # the query's lines, as `_query` joins them
@@ -115,14 +116,23 @@ def locate(args, name: str | None, pos: Pos | None) -> tuple[str | None, Pos | N
     return files[0], pos, None
 
 
+def _file_of(lines: list[str]) -> str | None:
+    """The query file an entry names: one word ending in `.cet`, a `# …`
+    comment after it and comment lines below it allowed (None: the entry
+    is a query's text)."""
+    first = lines[0].split(" #", 1)[0].strip()
+    more = [x.strip() for x in lines[1:] if x.strip() and not x.strip().startswith(("#", "--"))]
+    return first if not more and first.endswith(".cet") and " " not in first else None
+
+
 def _query(lines: list[str], base: Path, label: str, number: int) -> str:
     first, rest = lines[0].strip(), [x.strip() for x in lines[1:]]
-    if not rest and first.endswith(".cet") and " " not in first:
-        path = Path(first) if Path(first).is_absolute() else base / first
+    if (file := _file_of(lines)) is not None:
+        path = Path(file) if Path(file).is_absolute() else base / file
         if path.is_dir():
-            raise UsageError(f"{label}, line {number}: '{first}' is a folder, not a query file (read beside {label})")
+            raise UsageError(f"{label}, line {number}: '{file}' is a folder, not a query file (read beside {label})")
         if not path.is_file():
-            raise UsageError(f"{label}, line {number}: query file '{first}' does not exist (read beside {label})")
+            raise UsageError(f"{label}, line {number}: query file '{file}' does not exist (read beside {label})")
         return read_query(str(path))
     text = "\n".join(x for x in [first, *rest] if x)
     if not text:
