@@ -65,6 +65,20 @@ def test_commands_without_spark(tmp_path):
     assert shell._spark is None  # nothing above needed Spark
 
 
+def test_add_refuses_a_name_one_held_folder_has_in_another_case():
+    """`:add up` beside a held `Up`: refused at once (a workload's names are
+    its output folders, one where case is not told apart), the held query
+    kept; `:add Up` again replaces it."""
+    out, err = io.StringIO(), io.StringIO()
+    shell = Shell(out=out, err=err)
+    query = "PATTERN S+ s[] WHERE s[i].x > s[i-1].x WITHIN 10"
+    shell.handle(f":add Up {query}")
+    shell.handle(f":add up {query}")
+    shell.handle(f":add Up {query}")
+    assert "queries 'Up' and 'up': their output folders are one" in err.getvalue()
+    assert list(shell.held) == ["Up"] and shell._spark is None
+
+
 def _wait_for_signals(child, timeout: float = 180) -> None:
     """Until the terminal turns Ctrl-C into SIGINT again (ISIG set: the
     prompt has left raw mode); the timeout only fails a hang."""

@@ -207,8 +207,9 @@ def test_a_workload_error_names_its_file_and_place_there(tmp_path, capsys, bad, 
         (tmp_path / "w.cetw").write_text("".join(f"q{k}: f{k}.cet\n" for k in range(3)))
         files, where, shown = [str(tmp_path / "w.cetw")], str(tmp_path / f"f{bad}.cet"), texts[bad] + "\n"
     assert main(["run", *files, "--input", STOCK, "--id-col", "id"]) == 2
-    first = capsys.readouterr().err.splitlines()[0]
+    first, *excerpt = capsys.readouterr().err.splitlines()
     assert first.startswith(f"{where}:{_place(shown, token)}: {label}: query q{bad}: "), first
+    assert len(excerpt) >= 2 and excerpt[1].strip().startswith("|") and excerpt[1].rstrip().endswith("^"), excerpt
 
 
 FINE = "RETURN sym, COUNT(*) PATTERN Stock+ s[] WHERE [sym] GROUP-BY sym WITHIN 100"
@@ -302,6 +303,6 @@ def test_a_query_file_entry_may_carry_a_comment(tmp_path, capsys):
     """`name: file.cet  # why` and comment lines under it name the file (it
     was read as inline query text, refused at the '.')."""
     (tmp_path / "q.cet").write_text(FINE)
-    (tmp_path / "w.cetw").write_text("a: q.cet  # the rising runs\nb: q.cet\n   -- the same, again\n")
+    (tmp_path / "w.cetw").write_text("a: q.cet  # the rising runs\nb: q.cet\t# a tab before\nc: q.cet\n   -- again\n")
     assert main(["compile", str(tmp_path / "w.cetw"), "--input", STOCK, "--id-col", "id"]) == 0
-    assert "workload of 2 queries" in capsys.readouterr().out
+    assert "workload of 3 queries" in capsys.readouterr().out

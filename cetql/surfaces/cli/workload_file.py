@@ -97,9 +97,9 @@ def locate(args, name: str | None, pos: Pos | None) -> tuple[str | None, Pos | N
     files = [args.query_file, *(getattr(args, "more_queries", None) or [])]
     if name is None:
         return None, pos, None
-    if len(files) > 1:
+    if len(files) > 1:  # query files: the query's own, its text for the excerpt (an error raised without it)
         found = next((f for f in files if ("stdin" if f == "-" else Path(f).stem) == name), None)
-        return (found if found != "-" else None), pos, None
+        return (found, pos, read_query(found)) if found not in (None, "-") else (None, pos, None)
     text = read_query(files[0])
     for entry, lines, _, places in _entries(text, files[0]):
         if entry != name:
@@ -107,7 +107,7 @@ def locate(args, name: str | None, pos: Pos | None) -> tuple[str | None, Pos | N
         first = _file_of(lines)
         if first is not None:
             path = Path(first) if Path(first).is_absolute() else Path(files[0]).parent / first
-            return str(path), pos, None
+            return str(path), pos, read_query(str(path)) if path.is_file() else None
         kept = [p for p, x in zip(places, lines) if x.strip()]  # the query's lines, as `_query` joins them
         if pos is None or not 1 <= pos.line <= len(kept):
             return files[0], None, None
@@ -120,7 +120,7 @@ def _file_of(lines: list[str]) -> str | None:
     """The query file an entry names: one word ending in `.cet`, a `# …`
     comment after it and comment lines below it allowed (None: the entry
     is a query's text)."""
-    first = lines[0].split(" #", 1)[0].strip()
+    first = re.split(r"\s#", lines[0], maxsplit=1)[0].strip()
     more = [x.strip() for x in lines[1:] if x.strip() and not x.strip().startswith(("#", "--"))]
     return first if not more and first.endswith(".cet") and " " not in first else None
 

@@ -14,7 +14,7 @@ from cetql.base.errors import CetqlError, UsageError, spoken
 from cetql.language.parser import parse
 from cetql.planner.semantics.bind import parameters_read
 from cetql.planner.workload.show import workload_text
-from cetql.surfaces.api.workload import check_name, compile_many
+from cetql.surfaces.api.workload import check_name, check_names, compile_many
 from cetql.surfaces.progress import progress
 from cetql.surfaces.render import print_result, sort_columns
 
@@ -31,6 +31,7 @@ def add(shell, rest: str) -> None:
     if not name:
         raise UsageError(":add NAME [QUERY|FILE]: a name, then a query (default: the last query run)")
     check_name(name)
+    check_names([*(n for n in shell.held if n != name), name])  # one output folder where case is not told apart
     given = given.strip().rstrip(";").strip()
     if given.endswith(".cet") and Path(given).expanduser().is_file():
         given = Path(given).expanduser().read_text(encoding="utf-8-sig").strip().rstrip(";")
