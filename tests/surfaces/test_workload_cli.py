@@ -306,3 +306,16 @@ def test_a_query_file_entry_may_carry_a_comment(tmp_path, capsys):
     (tmp_path / "w.cetw").write_text("a: q.cet  # the rising runs\nb: q.cet\t# a tab before\nc: q.cet\n   -- again\n")
     assert main(["compile", str(tmp_path / "w.cetw"), "--input", STOCK, "--id-col", "id"]) == 0
     assert "workload of 3 queries" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("sharing", ["none", "auto"])
+def test_an_error_of_work_done_for_one_query_names_it(tmp_path, capsys, sharing):
+    """An overflow DuckDB meets computing one query's own input (run alone,
+    or in a kernel input of its own) names that query."""
+    (tmp_path / "w.cetw").write_text(
+        "fine: RETURN sym, COUNT(*) PATTERN SEQ(Stock a, Stock b) WHERE [sym] GROUP-BY sym WITHIN 50\n"
+        "boom: RETURN sym, COUNT(*) PATTERN SEQ(Stock a, Stock b) WHERE [sym] AND a.price * 9000000000000000000 > 1 "
+        "GROUP-BY sym WITHIN 60\n"  # windows of its own: an exchange of its own
+    )
+    assert main(["run", str(tmp_path / "w.cetw"), "--input", STOCK, "--id-col", "id", "--workload-sharing", sharing]) == 1
+    assert "error: query boom: a number went past what its type holds" in capsys.readouterr().err

@@ -15,6 +15,7 @@ looking up the events of trends).
 
 from __future__ import annotations
 
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 
 import pyarrow as pa
@@ -23,10 +24,12 @@ import pyarrow.compute as pc
 from cetql.backends.embedded import compiler
 from cetql.backends.embedded.compiler import EVENTS, Q, Result, connect, order_sql, placed_sql
 from cetql.backends.embedded.output import output
+from cetql.backends.embedded.run import failures
 from cetql.backends.embedded.slices import kernels
 from cetql.backends.sql.dialects import DUCKDB
 from cetql.backends.sql.workload import column_sql, levels
 from cetql.kernels import spec as K
+from cetql.kernels.errors import of_query
 from cetql.kernels.workload import base_columns, member_schema, members_fn
 from cetql.planner.physical.plan import PhysicalPlan
 from cetql.planner.workload.kernel import workload_spec
@@ -80,12 +83,29 @@ def run_workload(w: WorkloadPlan) -> dict[str, Result]:
     for g in w.groups:
         con = connect()
         scanned = replace(w.plan(g.reader), scan=g.scan)
-        dropped = compiler.scan(con, scanned)
+        with _of(w, g.queries):
+            dropped = compiler.scan(con, scanned)
         for ex in g.exchanges:
-            out.update(_exchange(w, ex, con, dropped))
+            with _of(w, ex.queries):
+                out.update(_exchange(w, ex, con, dropped))
     for i in w.alone:
-        out[w.queries[i].name] = compiler.run(w.plan(i))
+        with _of(w, (i,)):
+            out[w.queries[i].name] = compiler.run(w.plan(i))
     return {q.name: out[q.name] for q in w.queries}
+
+
+def _of(w: WorkloadPlan, queries: tuple[int, ...]):
+    """An error of work done for one query names it (DuckDB's words mapped
+    to cetql's first); of work shared by several, it names none."""
+    if len(queries) != 1:
+        return nullcontext()
+    return _named(w.queries[queries[0]].name)
+
+
+@contextmanager
+def _named(name: str):
+    with of_query(name), failures():
+        yield
 
 
 def _exchange(w: WorkloadPlan, ex: Exchange, con, dropped: int) -> dict[str, Result]:
