@@ -255,3 +255,12 @@ def shared_keyed_event(v: str, other: str) -> str:
         f"here may be {v} or {other}: bind the inputs to types that tell them apart, or write the "
         "equivalence over every variable"
     )
+
+
+def said_of(e: CetqlError, name: str) -> None:
+    """`e`'s message names query `name` (`query NAME: …`), once, in place:
+    its class, exit code and other fields kept (an error built with other
+    arguments than its message is left as it is)."""
+    if name and getattr(e, "query", None) is None and len(e.args) == 1 and isinstance(e.args[0], str):
+        e.args = (f"query {name}: {e.args[0]}",)
+        e.query = name

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from cetql.base.errors import CetqlError
+from cetql.base.errors import CetqlError, said_of
 from cetql.kernels.spec import Context
 
 
@@ -26,20 +26,13 @@ class SharedKeyedEvent(CetqlError):
 
 @contextmanager
 def of_query(name: str) -> Iterator[None]:
-    """A kernel's error inside a workload names its query (`query NAME:
-    …`), as the query's errors at planning do; the same class, so the
-    driver shows it as it shows the query's own."""
+    """A kernel's error inside a workload names its query, as the query's
+    errors at planning do (`said_of`)."""
     try:
         yield
     except CetqlError as e:
-        if not name or getattr(e, "query", None) is not None:
-            raise
-        try:
-            out = type(e)(f"query {name}: {Exception.__str__(e)}")
-        except TypeError:  # an error built otherwise: as it is
-            raise e from None
-        out.query = name
-        raise out from None
+        said_of(e, name)
+        raise
 
 
 def describe_window(context: Context, k: int) -> str:

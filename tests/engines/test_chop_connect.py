@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from reference import reference_aggregates
 from test_workloads import check
-from workloads import STEPS, alone, compiled, run_workload_to
+from workloads import STEPS, alone, compiled, run_workload_to, shared_and_alone_embedded
 
 from cetql.base.options import Engine
 
@@ -75,12 +75,6 @@ def reference(text: str, events: list[dict]) -> dict:
             for (start, key), v in reference_aggregates(text, events).items()}  # fmt: skip
 
 
-def run(texts: dict, events: list[dict], folder: Path):
-    data, by_type = write_inputs(folder, events, True, False, "parquet")
-    cw = compiled(texts, data, by_type, id_col="id")
-    done = run_workload_to(folder / "shared", cw, data, by_type)
-    shared = {n: (rows(p), footer(p)) for n, p in done.items()}
-    return cw, shared, alone(folder, texts, data, by_type, Engine.EMBEDDED, id_col="id")
 
 
 def trees(cw):
@@ -94,7 +88,7 @@ def test_chopped_queries_give_their_rows_alone_and_the_reference(workload, event
     # inputs are written per type the events have: a query of a type with none would have no input (refused)
     assume({e["__type"] for e in events} >= {"A", "B", "C"})
     with tempfile.TemporaryDirectory() as tmp:
-        cw, shared, apart = run(texts, events, Path(tmp))
+        cw, shared, apart = shared_and_alone_embedded(texts, events, Path(tmp))
     assert cw.plan.engine.engine == Engine.EMBEDDED
     if differ and s == 3:  # two heads of their own and three positions in common: chopping saves passes
         assert any(t.chops for t in trees(cw)), cw.explain(as_string=True)
@@ -111,7 +105,7 @@ def test_suffix_counts_are_strict_in_time_and_read_from_each_start(tmp_path):
     events = [{"ts": t, "__type": k, "x": 1, "g": "g", "k": "u", "id": i} for i, (t, k) in enumerate(at)]
     texts = {"a": "PATTERN SEQ(A a, B b, C c, C d) AGG COUNT(*) WITHIN 10",
              "c": "PATTERN SEQ(C a, B b, C c, C d) AGG COUNT(*) WITHIN 10"}  # fmt: skip
-    cw, shared, apart = run(texts, events, tmp_path)
+    cw, shared, apart = shared_and_alone_embedded(texts, events, tmp_path)
     (tree,) = trees(cw)
     assert len(tree.chops) == 2 and len(tree.suffixes) == 3
     text = cw.explain(as_string=True)

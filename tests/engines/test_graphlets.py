@@ -14,13 +14,13 @@ from pathlib import Path
 
 from budget import budget
 from checks import same_value
-from engines import footer, rows, write_inputs
+from engines import write_inputs
 from generators import WINDOWS, stream
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from reference import reference_aggregates
 from test_workloads import check
-from workloads import alone, compiled, run_workload_to
+from workloads import compiled, shared_and_alone_embedded
 
 from cetql.base.options import Algorithm, Engine
 
@@ -58,12 +58,6 @@ def graph_workloads(draw):
     return texts, shapes
 
 
-def run(texts: dict, events: list[dict], folder: Path):
-    data, by_type = write_inputs(folder, events, True, False, "parquet")
-    cw = compiled(texts, data, by_type, id_col="id")
-    done = run_workload_to(folder / "shared", cw, data, by_type)
-    shared = {n: (rows(p), footer(p)) for n, p in done.items()}
-    return cw, shared, alone(folder, texts, data, by_type, Engine.EMBEDDED, id_col="id")
 
 
 def graphs(cw):
@@ -97,7 +91,7 @@ def test_shared_propagations_give_each_query_its_rows_alone_and_the_reference(wo
     texts, shapes = workload
     assume({e["__type"] for e in events} >= {"A", "B", "C"})  # every query has an input of each of its types
     with tempfile.TemporaryDirectory() as tmp:
-        cw, shared, apart = run(texts, events, Path(tmp))
+        cw, shared, apart = shared_and_alone_embedded(texts, events, Path(tmp))
     assert cw.plan.engine.engine == Engine.EMBEDDED
     # two queries of one kernel input walking the same edge share one propagation
     assert not unshared_alike(cw, shapes), cw.explain(as_string=True)
@@ -120,7 +114,7 @@ def test_one_pattern_under_several_aggregates_is_one_propagation(tmp_path):
     base = "PATTERN SEQ(A a, B+ b[]) WHERE b[i].x >= b[i-1].x AND [g] WITHIN 6 SLIDE 3"
     texts = {"count": f"RETURN COUNT(*) {base}", "sum": f"RETURN SUM(b.x) {base}", "max": f"RETURN MAX(b.x) {base}",
              "other": base.replace(">=", "<").replace("WHERE", "WHERE a.k = 'v' AND").replace("PATTERN", "RETURN COUNT(*) PATTERN")}  # fmt: skip
-    cw, shared, apart = run(texts, events, tmp_path)
+    cw, shared, apart = shared_and_alone_embedded(texts, events, tmp_path)
     (g,) = graphs(cw)
     assert len(g.members) == 3 and len(g.template.states) == 2 and len(g.template.transitions) == 2
     text = cw.explain(as_string=True)
@@ -139,7 +133,7 @@ def test_a_transition_carries_only_its_queries_values(tmp_path):
     events = [{"ts": t, "__type": k, "x": x, "g": "g", "k": "u", "id": i} for i, (t, k, x) in enumerate(at)]
     texts = {"up": "RETURN COUNT(*) PATTERN SEQ(A a, B+ b[]) WHERE b[i].x > b[i-1].x WITHIN 10",
              "down": "RETURN COUNT(*) PATTERN SEQ(A a, B+ b[]) WHERE b[i].x < b[i-1].x WITHIN 10"}  # fmt: skip
-    cw, shared, apart = run(texts, events, tmp_path)
+    cw, shared, apart = shared_and_alone_embedded(texts, events, tmp_path)
     (g,) = graphs(cw)
     assert len(g.template.states) == 2 and len(g.template.transitions) == 3
     check(cw, shared, apart)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from engines import footer, rows, run_to
+from engines import footer, rows, run_to, write_inputs
 from generators import WINDOWS, queries
 from hypothesis import strategies as st
 
@@ -121,3 +121,14 @@ def alone(folder: Path, texts: dict, data, by_type: dict, engine: Engine, spark=
         done = run_to(folder / f"alone-{name}", text, data, mine, engine, spark=spark, **options)
         out[name] = (rows(done), footer(done))
     return out
+
+
+def shared_and_alone_embedded(texts: dict, events: list[dict], folder: Path):
+    """(the compiled workload, {name: (rows, footer)} run shared, the same
+    of each query alone) of typed events written as Parquet, on the
+    embedded engine."""
+    data, by_type = write_inputs(folder, events, True, False, "parquet")
+    cw = compiled(texts, data, by_type, id_col="id")
+    done = run_workload_to(folder / "shared", cw, data, by_type)
+    shared = {n: (rows(p), footer(p)) for n, p in done.items()}
+    return cw, shared, alone(folder, texts, data, by_type, Engine.EMBEDDED, id_col="id")

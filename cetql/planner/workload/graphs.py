@@ -25,16 +25,15 @@ from dataclasses import fields, replace
 from cetql.base.options import Algorithm, TrendSet
 from cetql.kernels import spec as K
 from cetql.kernels.workload_spec import GraphMember, Member, SharedGraph
+from cetql.planner.workload.trees import sums_refusal
 
 
 def graph_refusal(s: K.AggregateSpec) -> str | None:
     """Why a GRETA member propagates alone (None: it may share)."""
     if s.trend_set != TrendSet.ALL:
         return f"{s.trend_set.value} trends: which nodes start and end a trend depends on its own states"
-    if s.approx:
-        return "approximate numbers: shared sums could add its doubles in another order than its own"
-    if s.state_keys:
-        return "per-variable keys split its groups its own way"
+    if (why := sums_refusal(s)) is not None:
+        return why
     if s.template.negations or s.template.cross:
         return "a negation or a predicate across variables: not in a shared propagation"
     if s.kernel == K.Kernel.SCAN:

@@ -30,12 +30,20 @@ def tree_refusal(m: Member) -> str | None:
         return "a detection query: its own kernel"
     if s.algorithm != Algorithm.ASEQ:
         return f"algorithm {s.algorithm.value}, not A-Seq's prefix counters"
-    if s.approx:
-        return "approximate numbers: shared sums would add its doubles in another order than its own counters"
-    if s.state_keys:
-        return "per-variable keys split its groups its own way"
+    if (why := sums_refusal(s)) is not None:
+        return why
     if len(s.targets) != 1 or s.targets[0].func != "COUNT" or s.targets[0].state is not None:
         return "an aggregate other than one COUNT(*)"
+    return None
+
+
+def sums_refusal(s: K.AggregateSpec) -> str | None:
+    """Why a query's numbers cannot be summed with other queries' (a prefix
+    tree's counters, a shared propagation): None where they can."""
+    if s.approx:
+        return "approximate numbers: shared sums could add its doubles in another order than its own"
+    if s.state_keys:
+        return "per-variable keys split its groups its own way"
     return None
 
 

@@ -18,7 +18,7 @@ import re
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from cetql.base.errors import ArgumentTypeError, CetqlError, ParameterError, QueryError, UsageError, spoken
+from cetql.base.errors import ArgumentTypeError, CetqlError, ParameterError, QueryError, UsageError, said_of, spoken
 from cetql.base.options import RunOptions
 from cetql.language.parser import parse
 from cetql.planner.logical.plan import Inputs, Resources
@@ -69,9 +69,7 @@ def named(name: str):
         out.query = name
         raise out from None
     except CetqlError as e:  # its inputs' errors (a column not there): said of the query too
-        if getattr(e, "query", None) is None and len(e.args) == 1 and isinstance(e.args[0], str):
-            e.args = (f"query {name}: {e.args[0]}",)
-            e.query = name
+        said_of(e, name)
         raise
 
 
