@@ -90,7 +90,10 @@ def test_chopped_queries_give_their_rows_alone_and_the_reference(workload, event
     with tempfile.TemporaryDirectory() as tmp:
         cw, shared, apart = shared_and_alone_embedded(texts, events, Path(tmp))
     assert cw.plan.engine.engine == Engine.EMBEDDED
-    if differ and s == 3:  # two heads of their own and three positions in common: chopping saves passes
+    # two heads of their own and three positions in common, in one kernel input: chopping saves passes (typed
+    # queries read scans of their own where one would check a column in an input only others read)
+    together = any(len(ex.queries) == len(texts) for g in cw.plan.groups for ex in g.exchanges)
+    if differ and s == 3 and together:
         assert any(t.chops for t in trees(cw)), cw.explain(as_string=True)
     check(cw, shared, apart)
     for name, text in texts.items():
