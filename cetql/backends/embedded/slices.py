@@ -5,8 +5,8 @@ at window boundaries (a group never spans two slices), one thread a slice
 from __future__ import annotations
 
 import os
-import queue
 import threading
+from collections import deque
 from collections.abc import Iterator
 
 import numpy as np
@@ -14,14 +14,20 @@ import pyarrow as pa
 
 SPLIT_FROM = 100_000  # rows of the kernels' input from which they run on every core
 BATCH_ROWS = 1 << 20
+# Bytes of output the slices not yet read may hold, together: a later slice runs ahead of the reader (it is read
+# after every slice before it) until its share is full, so the slices run at once when their output is small, and
+# what waits in memory stays bounded when it is not.  Each slice may always hold two batches (each at most
+# options.MAX_BATCH_EVENTS event ids), as a Spark task's output queue does.
+AHEAD_BYTES = 256 << 20
+AHEAD_BATCHES = 2
 
 
 def kernels(fn, table: pa.Table, window: str, workers: int | None = None) -> Iterator[pa.RecordBatch]:
     """`fn` (a kernel, as `mapInArrow` calls it) over the sorted table, cut
     at window boundaries into one slice per core (at most 8), the slices run
-    at once in threads; batches in table order, each slice a few batches
-    ahead at most (what the kernels hold is what one task holds on Spark);
-    a reader that stops stops them."""
+    at once in threads; batches in table order, each later slice ahead of
+    the reader by at most its share of AHEAD_BYTES (or two batches); a
+    reader that stops stops them."""
     workers = workers or min(os.cpu_count() or 1, 8)
     if workers < 2 or table.num_rows < SPLIT_FROM:
         yield from fn(iter(table.to_batches(max_chunksize=BATCH_ROWS)))
@@ -34,9 +40,10 @@ def kernels(fn, table: pa.Table, window: str, workers: int | None = None) -> Ite
             cuts.append(at)
     cuts.append(len(wk))
     stop = threading.Event()
-    queues = [queue.Queue(maxsize=2) for _ in cuts[1:]]
+    share = AHEAD_BYTES // max(1, len(cuts) - 2)  # the first slice is read as it runs
+    queues = [Ahead(0 if i == 0 else share, stop) for i in range(len(cuts) - 1)]
     for (a, z), q in zip(zip(cuts, cuts[1:]), queues):
-        threading.Thread(target=_work, args=(fn, table.slice(a, z - a), q, stop), daemon=True).start()
+        threading.Thread(target=_work, args=(fn, table.slice(a, z - a), q), daemon=True).start()
     try:
         for q in queues:
             while (item := q.get()) is not _END:
@@ -50,16 +57,43 @@ def kernels(fn, table: pa.Table, window: str, workers: int | None = None) -> Ite
 _END = object()
 
 
-def _work(fn, part: pa.Table, out: queue.Queue, stop: threading.Event) -> None:
+class Ahead:
+    """One slice's batches not yet read: `put` waits while it holds more
+    than AHEAD_BATCHES batches and more than `limit` bytes (or returns
+    False once the reader stopped); `get` waits for the next."""
+
+    def __init__(self, limit: int, stop: threading.Event):
+        self.limit, self.stop = limit, stop
+        self.items: deque = deque()
+        self.bytes = 0
+        self.cond = threading.Condition()
+
+    def put(self, item) -> bool:
+        size = item.nbytes if isinstance(item, pa.RecordBatch) else 0
+        with self.cond:
+            while len(self.items) >= AHEAD_BATCHES and self.bytes + size > self.limit:
+                if self.stop.is_set():
+                    return False
+                self.cond.wait(0.1)
+            self.items.append((item, size))
+            self.bytes += size
+            self.cond.notify_all()
+        return True
+
+    def get(self):
+        with self.cond:
+            while not self.items:
+                self.cond.wait()
+            item, size = self.items.popleft()
+            self.bytes -= size
+            self.cond.notify_all()
+        return item
+
+
+def _work(fn, part: pa.Table, out: Ahead) -> None:
     try:
         for batch in fn(iter(part.to_batches(max_chunksize=BATCH_ROWS))):
-            while not stop.is_set():
-                try:
-                    out.put(batch, timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
-            if stop.is_set():
+            if not out.put(batch):
                 return
         out.put(_END)
     except BaseException as e:  # noqa: BLE001 - handed to the reader, raised there
