@@ -28,6 +28,9 @@ class Dialect:
     try_mod: str  # a % b with the dividend's sign, null where b is 0
     pmod: str  # x mod s in [0, s) for s > 0, never overflowing
     exact_div: str  # x / s for an x that s divides, in whole numbers
+    # A DECIMAL {x} as the whole number it is times {p} (a power of ten that makes it whole), exactly, where the
+    # dialect's division of decimals is not exact (DuckDB's `//` on decimals gives a double); None where it is
+    scaled: str | None = None
 
     def quote(self, name: str) -> str:
         q = self.quote_char
@@ -86,4 +89,5 @@ DUCKDB = Dialect(
     try_mod="({a} % NULLIF({b}, 0))",
     pmod="(CASE WHEN {a} % {b} < 0 THEN {a} % {b} + {b} ELSE {a} % {b} END)",
     exact_div="({a} // {b})",
+    scaled="(CAST(trunc({x}) AS HUGEINT) * {p} + CAST(({x} - trunc({x})) * {p} AS HUGEINT))",
 )

@@ -38,13 +38,25 @@ def exact_time(plan: PhysicalPlan, d: Dialect) -> str:
 
 def last_window(plan: PhysicalPlan, d: Dialect) -> str:
     """k_hi: the last window an event is in (its only one when tumbling)."""
-    return floor_div(d, exact_time(plan, d), plan.windows.slide)
+    return _floor(plan, d, 0)
 
 
 def first_window(plan: PhysicalPlan, d: Dialect) -> str:
     """k_lo: the first window an event is in."""
-    w = plan.windows
-    return f"({floor_div(d, f'{exact_time(plan, d)} - {number(w.length)}', w.slide)} + 1)"
+    return f"({_floor(plan, d, plan.windows.length)} + 1)"
+
+
+def _floor(plan: PhysicalPlan, d: Dialect, minus: int | Decimal) -> str:
+    """floor((t - minus) / slide), exactly: in integers, in the dialect's
+    decimals where it divides them exactly, else in whole numbers scaled by
+    10^scale (every time and size has at most `scale` places), as a bigint."""
+    w, t = plan.windows, exact_time(plan, d)
+    if w.arithmetic == Arithmetic.INTEGER or d.scaled is None:
+        return floor_div(d, f"{t} - {number(minus)}" if minus else t, w.slide)
+    p = 10**w.scale
+    x, m, s = d.scaled.format(x=t, p=p), minus * p, w.slide * p
+    assert m == int(m) and s == int(s), (minus, w.slide, w.scale)  # the plan's scale holds the sizes' places
+    return f"CAST({floor_div(d, f'{x} - {int(m)}' if minus else x, int(s))} AS {d.int64})"
 
 
 def block_of(d: Dialect, k: str, block: int) -> str:
