@@ -24,6 +24,7 @@ reference, which raises the one error with its numbers.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import threading
 from enum import StrEnum
@@ -97,17 +98,35 @@ def available() -> bool:
     return jit.COMPILED
 
 
-def preload(spec: K.DetectSpec | K.AggregateSpec, events: int) -> threading.Thread | None:
+def preload(spec: K.DetectSpec | K.AggregateSpec, events: int, warm=None) -> threading.Thread | None:
     """Import the compiled loops in a thread where a compiled variant may run
     on `events` events (the kernels' tables hold at least those): numba's
     import (a fifth of a second of CPU) then overlaps the engine's work on
-    its input, which releases the GIL, instead of following it.  What runs
-    is still decided by `variant`, on each table.  The thread, if started."""
+    its input, which releases the GIL, instead of following it.  Then, if
+    numba imported, `warm()`: a kernel run on a few rows of the input, which
+    loads the compiled loops it calls from numba's cache with the argument
+    types the run will pass (another fifth of a second, paid by each thread
+    that first calls them otherwise); its result and errors are dropped.
+    What runs is still decided by `variant`, on each table.  The thread, if
+    started."""
     if _wanted(spec, events) == Variant.REFERENCE:
         return None
-    thread = threading.Thread(target=available, name="cetql-compiled-loops", daemon=True)
+
+    def load() -> None:
+        if available() and warm is not None:
+            try:
+                warm()
+            except Exception:  # noqa: BLE001 - a warm-up only: the run meets and reports its own errors
+                pass
+
+    thread = threading.Thread(target=load, name="cetql-compiled-loops", daemon=True)
     thread.start()
     return thread
+
+
+def always(spec: K.DetectSpec | K.AggregateSpec) -> K.DetectSpec | K.AggregateSpec:
+    """The spec with its compiled variant on every table (a warm-up's few rows)."""
+    return dataclasses.replace(spec, compiled=Compiled.ALWAYS)
 
 
 def describe(spec: K.DetectSpec | K.AggregateSpec) -> str:

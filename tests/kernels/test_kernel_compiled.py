@@ -165,6 +165,27 @@ def test_limbs_overflow_exactly_at_their_width(limbs):
             assert jit_wide.to_int(totals[0]) == 2**n - 1
 
 
+def test_the_warm_up_runs_after_the_import_and_keeps_no_error():
+    """`select.preload`'s warm-up (a kernel on a few rows, loading the
+    compiled loops from the cache) runs in the thread once numba imported;
+    an error in it is dropped (the run meets its own); none is started
+    where no compiled variant may run."""
+    from harness import plan_for
+
+    _, phys = plan_for("RETURN COUNT(*) PATTERN E+ e[] WHERE e[i].x > e[i-1].x WITHIN 10")
+    spec, calls = kernel_spec(phys), []
+
+    def warm():
+        calls.append(select.available())
+        raise ArithmeticError("a warm-up's overflow")
+
+    thread = select.preload(spec, select.MIN_ROWS, warm)
+    thread.join()
+    assert calls == ([True] if select.available() else [])
+    assert select.preload(spec, select.MIN_ROWS - 1, warm) is None
+    assert select.variant(select.always(spec), 1) == select.variant(spec, select.MIN_ROWS)  # its few rows: compiled
+
+
 def test_compiled_loops_are_imported_ahead_only_where_they_may_run():
     """`select.preload` starts numba's import beside the engine's reading
     where a compiled variant may run on that many events (a COUNT(*) of

@@ -70,12 +70,16 @@ def run(plan: PhysicalPlan) -> Result:
     spec = kernel_spec(plan)
     con = connect()
     dropped = scan(con, plan)
-    select.preload(spec, con.execute(f"SELECT count(*) FROM {EVENTS}").fetchall()[0][0])  # beside the kernel input's query
-    table = con.sql(kernel_input_sql(plan)).to_arrow_table()
+    kernel = process.detect_fn if isinstance(plan.root, Detect) else process.aggregate_fn
+    sample = kernel_input(con, plan, WARM_ROWS)  # the input of a few events: the warm-up's, beside the input's query
+    select.preload(spec, con.execute(f"SELECT count(*) FROM {EVENTS}").fetchall()[0][0],
+                   lambda: [*kernel(select.always(spec))(iter(sample.to_batches()))])  # fmt: skip
+    table = kernel_input(con, plan)
+    fn = kernel(spec)
     if isinstance(plan.root, Detect):
-        fn, schema = process.detect_fn(spec), process.detect_schema(spec, table.schema)
+        schema = process.detect_schema(spec, table.schema)
     else:
-        fn, schema = process.aggregate_fn(spec), process.aggregate_schema(spec, table.schema)
+        schema = process.aggregate_schema(spec, table.schema)
     out_schema, project = output(plan, schema)
     batches = (project(b) for b in kernels(fn, table, plan.names.window))
     return Result(out_schema, batches, dropped, con, plan)
@@ -104,26 +108,57 @@ def scan(con: duckdb.DuckDBPyConnection, plan: PhysicalPlan) -> int:
 # ---------------------------------------------------------------- Filter, Windows, Partition, sort
 
 
-def kernel_input_sql(plan: PhysicalPlan) -> str:
+WARM_ROWS = 8  # events of the warm-up's input: few enough that their trends are few (at most 2^8 a window)
+
+
+def kernel_input(con: duckdb.DuckDBPyConnection, plan: PhysicalPlan, events: int | None = None) -> pa.Table:
+    """The kernel's input as an Arrow table (of the first `events` events the
+    filter keeps, if given); a key or derived column that is another's
+    expression (`price` on both sides of `S.price < NEXT(S).price`) computed
+    and sorted once, the same array under each name."""
+    sql, same = kernel_input_sql(plan, events)
+    table = con.sql(sql).to_arrow_table()
+    if not same:
+        return table
+    order = plan_columns(plan)
+    return pa.table([table.column(same.get(c, c)) for c in order], names=order)
+
+
+def kernel_input_sql(plan: PhysicalPlan, events: int | None = None) -> tuple[str, dict[str, str]]:
     """The kernel's input: each (event, window) — or (event, block) — row,
     its masks, keys and derived columns, sorted by the group columns, time
-    and id (nulls first, NaN last, -0.0 with 0.0, as Spark sorts)."""
+    and id (nulls first, NaN last, -0.0 with 0.0, as Spark sorts); and the
+    columns left out as another's expression (name: the other's name)."""
     n, w, part, filt = plan.names, plan.windows, plan.partition, plan.filter
     masks = [f"{condition(m.definition, DUCKDB)} AS {Q(m.column)}" for m in filt.masks]
     any_mask = " OR ".join(Q(m.column) for m in filt.masks) or "TRUE"
     stage = f"SELECT *, {', '.join(masks)} FROM {EVENTS} WHERE {condition(filt.constant, DUCKDB)}" if masks else \
         f"SELECT * FROM {EVENTS} WHERE {condition(filt.constant, DUCKDB)}"  # fmt: skip
-    placed = placed_sql(plan, f"SELECT * FROM ({stage}) WHERE {any_mask}")
-    keyed = [f"{Q(k.attr)} AS {Q(k.column)}" for k in (*part.keys, *part.subkeys, *part.state_keys)]
-    keyed += [f"{to_sql(d.definition, DUCKDB)} AS {Q(d.column)}" for d in plan.root.derived]
+    placed = placed_sql(plan, f"SELECT * FROM ({stage}) WHERE {any_mask}{'' if events is None else f' LIMIT {events}'}")
+    computed = [(Q(k.attr), k.column) for k in (*part.keys, *part.subkeys, *part.state_keys)]
+    computed += [(to_sql(d.definition, DUCKDB), d.column) for d in plan.root.derived]
+    first: dict[str, str] = {}  # an expression: the first column computing it
+    same: dict[str, str] = {}
+    for e, c in computed:
+        if first.setdefault(e, c) != c:
+            same[c] = first[e]
+    keyed = [f"{e} AS {Q(c)}" for e, c in computed if c not in same]
     present = " AND ".join(f"{Q(k.attr)} IS NOT NULL" for k in part.keys) or "TRUE"
-    cols = [*part.group, n.time, n.id, *(m.column for m in filt.masks)]
-    if w.block:
+    cols = [c for c in plan_columns(plan) if c not in same]
+    sql = (f"SELECT {', '.join(Q(c) for c in cols)} FROM (SELECT *{''.join(', ' + k for k in keyed)} "
+           f"FROM ({placed}) WHERE {present}) ORDER BY {order_sql(plan)}")  # fmt: skip
+    return sql, same
+
+
+def plan_columns(plan: PhysicalPlan) -> list[str]:
+    """The kernel input's columns, in order."""
+    n, part = plan.names, plan.partition
+    cols = [*part.group, n.time, n.id, *(m.column for m in plan.filter.masks)]
+    if plan.windows.block:
         cols += [n.window_lo, n.window_hi]
     cols += [d.column for d in plan.root.derived] + [k.column for k in part.subkeys]
     cols += [k.column for k in part.state_keys]
-    return (f"SELECT {', '.join(Q(c) for c in dict.fromkeys(cols))} FROM (SELECT *{''.join(', ' + k for k in keyed)} "
-            f"FROM ({placed}) WHERE {present}) ORDER BY {order_sql(plan)}")  # fmt: skip
+    return list(dict.fromkeys(cols))
 
 
 def placed_sql(plan: PhysicalPlan, stage: str) -> str:
@@ -138,8 +173,13 @@ def placed_sql(plan: PhysicalPlan, stage: str) -> str:
         bounds = f"SELECT *, {W.first_window(plan, DUCKDB)} AS {lo}, {W.last_window(plan, DUCKDB)} AS {hi} FROM ({stage})"
         blocks = f"generate_series({W.block_of(DUCKDB, lo, w.block)}, {W.block_of(DUCKDB, hi, w.block)})"
         return f"SELECT *, unnest({blocks}) AS {wk} FROM ({bounds})"
-    series = f"generate_series({W.first_window(plan, DUCKDB)}, {W.last_window(plan, DUCKDB)})"
-    return f"SELECT *, unnest({series}) AS {wk} FROM ({stage})"
+    # k_hi - j for j < per_event, kept from k_lo on: DuckDB joins a short range faster than it unnests a list
+    last, j = W.last_window(plan, DUCKDB), f"{_RANGE}.{Q(_STEP)}"
+    return (f"SELECT {_ROWS}.*, ({last}) - {j} AS {wk} FROM ({stage}) {_ROWS}, range({w.per_event}) {_RANGE}({Q(_STEP)}) "
+            f"WHERE ({last}) - {j} >= {W.first_window(plan, DUCKDB)}")  # fmt: skip
+
+
+_ROWS, _RANGE, _STEP = "__cetql_rows", "__cetql_range", "__cetql_step"  # names only these two relations use
 
 
 def order_sql(plan: PhysicalPlan) -> str:
