@@ -8,6 +8,7 @@ import csv
 import io
 import json
 from dataclasses import replace
+from itertools import islice
 from pathlib import Path
 
 from cetql.backends.inputs import casts, stats, times
@@ -209,15 +210,16 @@ def _csv_header(path: Path, rows: list[list[str]]) -> tuple[str, ...]:
     return names
 
 
-def _csv_rows(path: Path, size: int) -> list[list[str]]:
-    return [r for r in csv.reader(io.StringIO(_sample_text(path, size))) if r]
+def _csv_rows(path: Path, size: int, rows: int | None = None) -> list[list[str]]:
+    """The non-empty rows of the first `size` bytes (the first `rows` of them, if given)."""
+    return list(islice((r for r in csv.reader(io.StringIO(_sample_text(path, size))) if r), rows))
 
 
 def _csv_columns(files: list[Path], spec) -> tuple[list[Column], tuple[tuple[str, ...], ...]]:
     """The columns of CSV files (types from the first file's sample and the
     first rows of each other), and each file's header: a folder's files may
     order their columns differently, but must have the same ones."""
-    rows = _csv_rows(files[0], SAMPLE_BYTES)
+    rows = _csv_rows(files[0], SAMPLE_BYTES, SAMPLE_ROWS + 1)  # the header and the rows the types are read from
     if not rows:
         raise UsageError(f"input '{spec}' is empty")
     names = _csv_header(files[0], rows)
