@@ -13,7 +13,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 from budget import budget
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from cetql.backends.sql.dialects import DUCKDB, SPARK
@@ -159,3 +159,38 @@ def test_duckdb_evaluates_as_the_kernels_do(e, rows):
         assert _leaves_64_bits(e, rows), e
         return
     assert all(_same(g, w) for g, w in zip(got, want)), (e, rows, got, want)
+
+
+# ---------------------------------------------------------------- 64-bit overflow beside a constant
+
+
+def _int_exprs():
+    leaves = st.sampled_from([K.Col("self", "x"), K.Lit(1), K.Lit(3), K.Lit(-2), K.Lit(2**62), K.Lit(-(2**63))])
+
+    def steps(inner):
+        return st.builds(K.Arith, st.sampled_from("+-*"), inner, inner) | st.builds(K.Neg, inner)
+
+    return st.builds(K.Cmp, st.sampled_from(["=", "!=", "<", "<=", ">", ">="]), st.recursive(leaves, steps, max_leaves=3),
+                     st.sampled_from([K.Lit(0), K.Lit(5), K.Lit(-(2**62))]))  # fmt: skip
+
+
+@settings(max_examples=budget(250), deadline=None, suppress_health_check=list(HealthCheck))
+@given(_int_exprs(), st.lists(st.integers(-(2**63), 2**63 - 1) | st.sampled_from([2**62, -(2**63), 2**63 - 1, 3]),
+                              min_size=1, max_size=4))  # fmt: skip
+@example(K.Cmp(">", K.Arith("*", K.Col("self", "x"), K.Lit(3)), K.Lit(0)), [2**62])  # moved: x > 0
+@example(K.Cmp(">", K.Neg(K.Col("self", "x")), K.Lit(0)), [-(2**63)])  # moved: x < 0
+@example(K.Cmp(">", K.Arith("-", K.Lit(3), K.Col("self", "x")), K.Lit(0)), [-(2**63)])
+def test_duckdb_fails_where_an_integer_step_leaves_64_bits(e, xs):
+    """An integer step past 64 bits fails the query, as Spark's ANSI
+    arithmetic fails, also in a comparison with a constant: DuckDB's
+    optimizer moves the constant across the operator (`x * 3 > 0` is
+    `x > 0`, `-x > 0` is `x < 0`) and would answer instead, unless the
+    dialect spells the step so that the rewrite leaves it alone."""
+    rows = [{"x": x} for x in xs]
+    try:
+        got = duck(e, rows, {"x": pa.int64()})
+    except duckdb.OutOfRangeException:
+        assert _leaves_64_bits(e, rows), e
+        return
+    assert not _leaves_64_bits(e, rows), (e, xs, got)
+    assert got == [evaluate(e, {"self": r}) for r in rows], (e, xs)

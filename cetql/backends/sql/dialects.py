@@ -31,6 +31,13 @@ class Dialect:
     # A DECIMAL {x} as the whole number it is times {p} (a power of ten that makes it whole), exactly, where the
     # dialect's division of decimals is not exact (DuckDB's `//` on decimals gives a double); None where it is
     scaled: str | None = None
+    # + - * and negation: where a comparison with a constant is rewritten around the operator (DuckDB moves
+    # constants: x * 3 > 0 becomes x > 0, -x > 0 becomes x < 0), a spelling the rewrite leaves alone, so a 64-bit
+    # overflow fails as Spark's ANSI arithmetic fails
+    add: str = "({a} + {b})"
+    subtract: str = "({a} - {b})"
+    multiply: str = "({a} * {b})"
+    negate: str = "(- {a})"
 
     def quote(self, name: str) -> str:
         q = self.quote_char
@@ -90,4 +97,8 @@ DUCKDB = Dialect(
     pmod="(CASE WHEN {a} % {b} < 0 THEN {a} % {b} + {b} ELSE {a} % {b} END)",
     exact_div="({a} // {b})",
     scaled="(CAST(trunc({x}) AS HUGEINT) * {p} + CAST(({x} - trunc({x})) * {p} AS HUGEINT))",
+    add="add({a}, {b})",
+    subtract="subtract({a}, {b})",
+    multiply="multiply({a}, {b})",
+    negate="multiply({a}, -1)",  # -1 an integer literal: the operand's own type (INTEGER stays INTEGER), -0.0 kept
 )

@@ -32,13 +32,14 @@ def to_sql(e: K.Expr, dialect: Dialect, resolve: Resolve | None = None) -> str:
             case K.Param(name=n):
                 raise ParameterError(K.unbound(n))
             case K.Neg(operand=a):
-                return f"(- {spell(a)})"
+                return dialect.negate.format(a=spell(a))
             case K.Arith(op="/", left=a, right=b):
                 return dialect.try_divide.format(a=spell(a), b=spell(b))
             case K.Arith(op="%", left=a, right=b):
                 return dialect.try_mod.format(a=spell(a), b=spell(b))
             case K.Arith(op=op, left=a, right=b):
-                return f"({spell(a)} {op} {spell(b)})"
+                template = {"+": dialect.add, "-": dialect.subtract, "*": dialect.multiply}[op]
+                return template.format(a=spell(a), b=spell(b))
             case K.Cmp(op=op, left=a, right=b):
                 return f"({spell(a)} {op} {spell(b)})"
             case K.And(items=xs):
