@@ -71,8 +71,8 @@ def iso_parts(text: str) -> str:
 
 def iso_nanos(p: str, zone: str) -> str:
     """SQL: epoch nanoseconds (HUGEINT) of the ISO time whose parts are the
-    struct `p`, null where it is not one (no such date, an offset past 18
-    hours, year 0); a time without an offset is in `zone` (UTC or a fixed
+    struct `p`, null where it is not one (no such date or clock time, an
+    offset past 18 hours, year 0); a time without an offset is in `zone` (UTC or a fixed
     offset)."""
     part = lambda g: f"CAST(nullif({p}.{g}, '') AS INTEGER)"  # noqa: E731
     wall = (f"TRY(make_timestamp({part('y')}, {part('mo')}, {part('d')}, coalesce({part('h')}, 0), "
@@ -85,7 +85,10 @@ def iso_nanos(p: str, zone: str) -> str:
     offset = (f"CASE WHEN {p}.z = '' THEN {offset_seconds(zone)} WHEN {p}.z = 'Z' THEN 0 "
               f"WHEN {mm} <= 59 AND {hh} * 60 + {mm} <= 1080 THEN {sign} * ({hh} * 3600 + {mm} * 60) END")  # fmt: skip
     nanos = f"CAST(epoch_us({wall}) AS HUGEINT) * 1000 + {frac} - CAST({offset} AS HUGEINT) * 1000000000"
-    return f"(CASE WHEN {part('y')} >= 1 THEN {nanos} END)"
+    # a wall clock java.time reads (Spark's cast, `times.iso_parts`): DuckDB's make_timestamp takes hour 24 and
+    # second 60 as the next day and minute
+    clock = f"coalesce({part('h')}, 0) <= 23 AND coalesce({part('s')}, 0) <= 59"
+    return f"(CASE WHEN {part('y')} >= 1 AND {clock} THEN {nanos} END)"
 
 
 def _timestamp_text(p: str, col: Column, zone: str) -> str:

@@ -1,0 +1,51 @@
+"""The embedded engine reads a text input's values as Spark reads them
+(`embedded.reader`, `inputs.casts`): what DuckDB's functions take beyond
+what Spark's cast takes is refused, as Spark refuses it, and the reverse.
+DuckDB alone: ISO times against the rule `inputs.times` writes in Python
+(java.time's, as Spark's cast reads them)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import duckdb
+from budget import budget
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from cetql.backends.embedded import reader
+from cetql.backends.inputs import times
+
+SOME = settings(max_examples=budget(300), deadline=None, suppress_health_check=list(HealthCheck))
+EPOCH = datetime(1970, 1, 1)
+
+
+@st.composite
+def iso_like(draw):
+    """An ISO-shaped time whose fields may lie outside their ranges (hour
+    24, second 60, day 31 of a short month)."""
+    y, mo, d = draw(st.integers(1, 9999)), draw(st.integers(0, 13)), draw(st.integers(0, 32))
+    h, mi, s = draw(st.integers(0, 25)), draw(st.integers(0, 61)), draw(st.integers(0, 61))
+    frac = draw(st.sampled_from(["", ".5", ".123456789"]))
+    zone = draw(st.sampled_from(["", "Z", "+01:00", "-18:00"]))
+    return f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}{frac}{zone}"
+
+
+def _want(text: str) -> int | None:
+    parts = times.iso_parts(text)
+    if parts is None:
+        return None
+    wall, nanos, offset = parts
+    return ((wall - EPOCH).days * 86400 + (wall - EPOCH).seconds - (offset or 0)) * 10**9 + nanos
+
+
+@SOME
+@given(iso_like())
+@example("2020-01-01T24:00:00")  # the next day, to DuckDB's make_timestamp
+@example("2020-01-01T00:00:60Z")  # the next minute
+@example("2020-02-30T00:00:00")
+def test_iso_times_are_read_where_java_time_reads_them(text):
+    sql = reader.iso_nanos(f"({reader.iso_parts(reader.L(text))})", "UTC")
+    got = duckdb.connect().execute(f"SELECT CAST({sql} AS VARCHAR)").fetchall()[0][0]
+    want = _want(text)
+    assert (None if got is None else int(got)) == want, (text, got, want)
