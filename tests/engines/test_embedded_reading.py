@@ -49,3 +49,26 @@ def test_iso_times_are_read_where_java_time_reads_them(text):
     got = duckdb.connect().execute(f"SELECT CAST({sql} AS VARCHAR)").fetchall()[0][0]
     want = _want(text)
     assert (None if got is None else int(got)) == want, (text, got, want)
+
+
+# What Spark's reader made of these texts (its RLIKE and TRY_CAST, through `casts`): a value, or None where the
+# row is refused as unreadable.
+NAN, INF = float("nan"), float("inf")
+SPARK_READS = [
+    ("double", "-nan", None), ("double", "+nan", None), ("double", "-NAN", None), ("double", "+NaN", NAN),
+    ("double", "-NaN", NAN), ("double", "NAN", NAN), ("double", "nan", NAN), ("double", "INF", INF),
+    ("double", "-inf", -INF), ("double", "+Infinity", INF), ("double", "-INFINITY", -INF), ("double", "1e400", INF),
+    ("double", "-1e400", -INF), ("double", "1e-400", 0.0), ("double", "5.", 5.0), ("double", ".5e3", 500.0),
+]  # fmt: skip
+
+
+def test_text_values_are_read_as_spark_reads_them():
+    from cetql.backends.inputs import casts
+    from cetql.backends.sql.dialects import DUCKDB
+
+    con = duckdb.connect()
+    for spark_type, text, want in SPARK_READS:
+        sql = casts.typed_text(DUCKDB, "v", spark_type)
+        got = con.execute(f"SELECT {sql} FROM (SELECT CAST(? AS VARCHAR) AS v)", [text]).fetchall()[0][0]
+        same = got == want or (isinstance(got, float) and isinstance(want, float) and got != got and want != want)
+        assert same and type(got) is type(want), (spark_type, text, got, want)

@@ -7,7 +7,9 @@ not read is invalid (the query fails naming the column, or the row is
 dropped).  Surrounding spaces are ignored; an empty value is null.
 
 - bigint, decimal(38,0): `[+-]digits` (within the type's range)
-- double: a decimal or exponent number, `nan`, `inf`, `infinity` (any case)
+- double: a decimal or exponent number, `nan`, `inf`, `infinity` (any case),
+  signed but `nan` (a sign only before `NaN` so written: Java's parse, which
+  Spark's cast tries first, takes `-NaN`, and its own rule takes no sign)
 - boolean: `true` or `false` (any case)
 - timestamp: ISO-8601 (`times.ISO`), each engine computing the instant
   (`spark.times`, `embedded.reader`)
@@ -20,7 +22,10 @@ import re
 from cetql.backends.sql.dialects import Dialect
 
 INT = r"^[+-]?[0-9]+$"
-NUMBER = r"^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?([nN][aA][nN]|[iI][nN][fF]|[iI][nN][fF][iI][nN][iI][tT][yY])$"
+NUMBER = (
+    r"^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?([iI][nN][fF]|[iI][nN][fF][iI][nN][iI][tT][yY])$"
+    r"|^([nN][aA][nN]|[+-]NaN)$"
+)
 INT_RE, NUMBER_RE = re.compile(INT), re.compile(NUMBER)
 BOOLEANS = ("true", "false")
 
