@@ -52,9 +52,13 @@ def test_iso_times_are_read_where_java_time_reads_them(text):
 
 
 # What Spark's reader made of these texts (its RLIKE and TRY_CAST, through `casts`): a value, or None where the
-# row is refused as unreadable.
+# row is refused as unreadable.  A line terminator ending the text: Java's `$` matches before one, RE2's does not.
 NAN, INF = float("nan"), float("inf")
 SPARK_READS = [
+    ("bigint", "5\n", 5), ("bigint", "5\r", 5), ("bigint", "5\r\n", 5), ("bigint", "5\n\n", None),
+    ("bigint", "5\u0085", None), ("bigint", "5\u2028", None), ("bigint", "5\u2029", None), ("bigint", "5\x0b", None),
+    ("bigint", "5\x0c", None), ("bigint", "\n5", None), ("double", "5\n", 5.0), ("double", "1e3\n", 1000.0),
+    ("double", "nan\n", NAN), ("double", "inf\r", INF), ("double", "5\u2028", None),
     ("double", "-nan", None), ("double", "+nan", None), ("double", "-NAN", None), ("double", "+NaN", NAN),
     ("double", "-NaN", NAN), ("double", "NAN", NAN), ("double", "nan", NAN), ("double", "INF", INF),
     ("double", "-inf", -INF), ("double", "+Infinity", INF), ("double", "-INFINITY", -INF), ("double", "1e400", INF),

@@ -13,6 +13,11 @@ dropped).  Surrounding spaces are ignored; an empty value is null.
 - boolean: `true` or `false` (any case)
 - timestamp: ISO-8601 (`times.ISO`), each engine computing the instant
   (`spark.times`, `embedded.reader`)
+
+Spark matches with Java's `$`, which also matches before one line
+terminator that ends the value (`5\\n`, `5\\r\\n`), and its cast then reads
+the number; DuckDB's RE2 does not, so the DuckDB dialect matches the value
+without that terminator.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ NUMBER = (
     r"|^([nN][aA][nN]|[+-]NaN)$"
 )
 INT_RE, NUMBER_RE = re.compile(INT), re.compile(NUMBER)
+JAVA_END = r"(\r\n|\r|\n)$"  # the line terminator Java's $ matches before, where Spark's cast reads the value
 BOOLEANS = ("true", "false")
 
 
@@ -34,7 +40,7 @@ def matches(dialect: Dialect, value: str, pattern: str) -> str:
     """SQL: `value` (text) matches `pattern` (anchored)."""
     if dialect.name == "spark":
         return f"({value} RLIKE {dialect.literal(pattern)})"
-    return f"regexp_full_match({value}, {dialect.literal(pattern)})"
+    return f"regexp_full_match(regexp_replace({value}, {dialect.literal(JAVA_END)}, ''), {dialect.literal(pattern)})"
 
 
 def trimmed(dialect: Dialect, name: str) -> str:
