@@ -76,3 +76,22 @@ def test_text_values_are_read_as_spark_reads_them():
         got = con.execute(f"SELECT {sql} FROM (SELECT CAST(? AS VARCHAR) AS v)", [text]).fetchall()[0][0]
         same = got == want or (isinstance(got, float) and isinstance(want, float) and got != got and want != want)
         assert same and type(got) is type(want), (spark_type, text, got, want)
+
+
+# ISO times Spark's reader read (epoch nanoseconds, UTC) or refused (None), each in a column of ISO times
+T1 = 1577836801 * 10**9
+SPARK_TIMES = [
+    ("2020-01-01T00:00:01\n", T1), ("2020-01-01T00:00:01\r", T1), ("2020-01-01T00:00:01\r\n", T1),
+    ("2020-01-01T00:00:01+01:00\n", T1 - 3600 * 10**9), ("2020-01-01\n", T1 - 10**9),
+    ("2020-01-01T00:00:01.123456789\n", T1 + 123456789), ("2020-01-01T00:00:01  ", T1),
+    ("2020-01-01T00:00:01\n\n", None), ("\n2020-01-01T00:00:01", None), ("2020-01-01T00:00:01\x0b", None),
+    ("2020-01-01T00:00:01\u2028", None), ("2020-01-01T00:00:01\t", None),
+]  # fmt: skip
+
+
+def test_times_are_read_as_spark_reads_them():
+    con = duckdb.connect()
+    sql = reader.iso_nanos(f"({reader.iso_parts(reader.iso_text('v'))})", "UTC")
+    for text, want in SPARK_TIMES:
+        (got,) = con.execute(f"SELECT CAST({sql} AS VARCHAR) FROM (SELECT CAST(? AS VARCHAR) AS v)", [text]).fetchone()
+        assert (None if got is None else int(got)) == want, (text, got, want)

@@ -63,6 +63,12 @@ def L_list(items) -> str:  # noqa: N802 - a literal, as `L`
 PARTS = ("y", "mo", "d", "h", "mi", "s", "f", "z")
 
 
+def iso_text(name: str) -> str:
+    """SQL: the text of column `name` as Spark's cast of times reads it:
+    trimmed, and without one line terminator that ends it (`casts`)."""
+    return casts.unterminated(DUCKDB, casts.trimmed(DUCKDB, name))
+
+
 def iso_parts(text: str) -> str:
     """SQL: the parts of an ISO time (`times.ISO`) as a struct of texts
     ('' where a part is absent; every part '' where the text is not one)."""
@@ -117,7 +123,7 @@ def typed_columns(source: Source, present: tuple[str, ...], checked: tuple[str, 
             continue
         if source.text and c.type not in ("string", "nested"):
             if c.type == "timestamp":
-                parts.append(f"{iso_parts(casts.trimmed(DUCKDB, c.name))} AS {Q(f'__iso{i}')}")
+                parts.append(f"{iso_parts(iso_text(c.name))} AS {Q(f'__iso{i}')}")
                 value = _timestamp_text(Q(f"__iso{i}"), c, zone)
             else:
                 value = casts.typed_text(DUCKDB, c.name, c.type)

@@ -16,8 +16,8 @@ dropped).  Surrounding spaces are ignored; an empty value is null.
 
 Spark matches with Java's `$`, which also matches before one line
 terminator that ends the value (`5\\n`, `5\\r\\n`), and its cast then reads
-the number; DuckDB's RE2 does not, so the DuckDB dialect matches the value
-without that terminator.
+the number (and its cast of times reads a time so ended); DuckDB's RE2 does
+not, so the DuckDB dialect matches the value without that terminator.
 """
 
 from __future__ import annotations
@@ -40,7 +40,16 @@ def matches(dialect: Dialect, value: str, pattern: str) -> str:
     """SQL: `value` (text) matches `pattern` (anchored)."""
     if dialect.name == "spark":
         return f"({value} RLIKE {dialect.literal(pattern)})"
-    return f"regexp_full_match(regexp_replace({value}, {dialect.literal(JAVA_END)}, ''), {dialect.literal(pattern)})"
+    return f"regexp_full_match({unterminated(dialect, value)}, {dialect.literal(pattern)})"
+
+
+def unterminated(dialect: Dialect, value: str) -> str:
+    """SQL: `value` (text) without one line terminator that ends it, where
+    the dialect's `$` does not match before it as Java's does (and Spark's
+    cast, of numbers and of times, reads the value)."""
+    if dialect.name == "spark":
+        return value
+    return f"regexp_replace({value}, {dialect.literal(JAVA_END)}, '')"
 
 
 def trimmed(dialect: Dialect, name: str) -> str:
