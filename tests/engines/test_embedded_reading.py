@@ -95,3 +95,26 @@ def test_times_are_read_as_spark_reads_them():
     for text, want in SPARK_TIMES:
         (got,) = con.execute(f"SELECT CAST({sql} AS VARCHAR) FROM (SELECT CAST(? AS VARCHAR) AS v)", [text]).fetchone()
         assert (None if got is None else int(got)) == want, (text, got, want)
+
+
+def test_unsigned_parquet_columns_are_read_as_spark_types(tmp_path):
+    """Spark reads a Parquet uint32 as a bigint and a uint16 as an int:
+    DuckDB's own unsigned types failed `x - z` below zero (3 - 5) and
+    wrote the result's column unsigned."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from engines import footer, rows, run_to
+
+    from cetql.base.options import Engine
+
+    data = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"ts": pa.array([1, 2], pa.int64()), "id": pa.array([1, 2], pa.uint32()),
+                             "x": pa.array([3, 5], pa.uint32()), "z": pa.array([5, 3], pa.uint16())}), data)  # fmt: skip
+    out = run_to(tmp_path / "d", "PATTERN A+ a[] WHERE a.x - a.z < 0 WITHIN 10", str(data), {}, Engine.EMBEDDED,
+                 id_col="id", trends="ALL", max_trends=0)  # fmt: skip
+    assert rows(out) == [{"window_start": 0, "window_end": 10, "events": [1], "length": 1}]
+    assert footer(out).field("events").type == pa.list_(pa.int64())
+    query = "RETURN a.x, a.z, COUNT(*) PATTERN A+ a[] GROUP-BY a.x, a.z WITHIN 10"
+    out = run_to(tmp_path / "g", query, str(data), {}, Engine.EMBEDDED, id_col="id")
+    schema = footer(out)
+    assert (schema.field("x").type, schema.field("z").type) == (pa.int64(), pa.int32())

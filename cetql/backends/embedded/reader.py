@@ -111,11 +111,15 @@ def _timestamp_text(p: str, col: Column, zone: str) -> str:
 # ---------------------------------------------------------------- one input
 
 
+SIGNED = {"bigint": "BIGINT", "int": "INTEGER"}  # an unsigned Parquet column's Spark type, in DuckDB's words
+
+
 def typed_columns(source: Source, present: tuple[str, ...], checked: tuple[str, ...], zone: str):
     """([SQL AS name] of each source column, SQL of the first checked column
     whose value cannot be read (else NULL), [SQL AS name] of the parts of
     ISO time columns the first need)."""
     cols, bad, parts = [], [], []
+    unsigned = {n for n, t in source.arrow if t.startswith("uint")} if source.format == "parquet" else set()
     for i, c in enumerate(source.columns):
         name = Q(c.name)
         if c.name not in present:  # a column this file order lacks (the reader refused such files before)
@@ -136,6 +140,8 @@ def typed_columns(source: Source, present: tuple[str, ...], checked: tuple[str, 
         elif c.naive and source.format == "parquet":  # a wall-clock time, in the reader's zone
             shift = offset_seconds(zone) * 1_000_000
             cols.append(f"CAST(make_timestamp(epoch_us({name}) - {shift}) AS TIMESTAMPTZ) AS {name}")
+        elif c.name in unsigned and c.type in SIGNED:  # Spark reads uint32 as bigint, uint16 as int: so do we
+            cols.append(f"CAST({name} AS {SIGNED[c.type]}) AS {name}")
         else:
             cols.append(name)
     return cols, ("CASE " + " ".join(bad) + " END") if bad else "NULL", parts
