@@ -118,3 +118,19 @@ def test_unsigned_parquet_columns_are_read_as_spark_types(tmp_path):
     out = run_to(tmp_path / "g", query, str(data), {}, Engine.EMBEDDED, id_col="id")
     schema = footer(out)
     assert (schema.field("x").type, schema.field("z").type) == (pa.int64(), pa.int32())
+
+
+def test_a_text_column_as_a_condition_is_refused_when_planned(tmp_path):
+    """`WHERE a.g` on a text column: Spark cast its values to booleans at
+    run time ('true\\n' read as true, 'u' failing), DuckDB refused to bind
+    the query; neither is a type check, which names the column first."""
+    import pytest
+    from engines import plan
+
+    from cetql.base.errors import QuerySemanticError
+    from cetql.base.options import Engine
+
+    data = tmp_path / "e.csv"
+    data.write_text("ts,id,g\n1,1,u\n2,2,true\n")
+    with pytest.raises(QuerySemanticError, match="WHERE needs a condition .* 'a.g' is a string value"):
+        plan("PATTERN A+ a[] WHERE a.g WITHIN 10", str(data), {}, Engine.AUTO, id_col="id")

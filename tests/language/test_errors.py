@@ -150,6 +150,11 @@ CASES = [
     ),
     ("PATTERN A+ a[] WHERE a.x + 'text' > 1 WITHIN 3", "1:28", "'+' needs numbers, but 'text' is a string"),
     (
+        "PATTERN A+ a[] WHERE a.x > 1 AND a.x * 2 WITHIN 3",
+        "1:34",
+        "'AND' needs a condition (true or false), but 'a.x * 2' is a numeric value; compare it with one, e.g. a.x * 2 = 0",
+    ),
+    (
         "PATTERN (SEQ(A a, B b))+ WHERE a[i].x = 1 WITHIN 3",
         "1:32",
         "'a[i].x': an index on 'a' inside a nested Kleene pattern is not supported; only a variable directly under '+' (E+ v[]) can be indexed",

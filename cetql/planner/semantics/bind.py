@@ -179,17 +179,30 @@ class _Checker:
                     )
                 return BOOLEAN
             case A.Not(operand=x):
-                self.expr(x)
+                self.condition(x, "'NOT'")
                 return BOOLEAN
             case A.And(items=items) | A.Or(items=items):
                 for x in items:
-                    self.expr(x)
+                    self.condition(x, "'AND'" if isinstance(e, A.And) else "'OR'")
                 return BOOLEAN
             case A.Equivalence(columns=cols):
                 for c in cols:
                     self.key(c)
                 return BOOLEAN
         raise TypeError(e)
+
+    def condition(self, e: A.Expr, what: str) -> None:
+        """`e` is true or false (a text column is not: Spark would cast its
+        values at run time, DuckDB refuse to)."""
+        cls = self.expr(e)
+        if cls not in (BOOLEAN, OTHER):
+            text = expr_to_text(e)
+            shown = text if isinstance(e, A.Literal) else f"'{text}'"
+            example = {NUMERIC: "0", STRING: "'yes'"}.get(cls, "…")
+            raise QuerySemanticError(
+                f"{what} needs a condition (true or false), but {shown} is a {cls} value; "
+                f"compare it with one, e.g. {text} = {example}", e.pos
+            )  # fmt: skip
 
     def numeric(self, e: A.Expr, what: str) -> None:
         cls = self.expr(e)
@@ -229,7 +242,7 @@ def bind(
 
     _check_time_col(schema, time_col)
     if q.where is not None:
-        checker.expr(q.where)
+        checker.condition(q.where, "WHERE")
     check_given(params, checker.read, checker.missing)
     group_by = tuple(checker.key(c) for c in q.group_by)
     window = bind_window(q)
