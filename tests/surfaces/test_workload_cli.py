@@ -275,7 +275,9 @@ def test_a_typed_workload_reads_no_column_in_an_input_whose_queries_do_not_read_
     (tmp_path / "w.cetw").write_text("".join(f"{n}: {t}\n" for n, t in texts.items()))
     inputs = ["--input", f"Stock={tmp_path / 's.csv'}", "--input", f"Trade={tmp_path / 't.csv'}", "--id-col", "id"]
     assert main(["compile", str(tmp_path / "w.cetw"), *inputs, "--explain"]) == 0
-    assert "x, which q1 reads, would be checked in input Trade too" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "x, which q1 reads, would be checked in input Trade too" in text
+    assert "workload of 2 queries: every query alone" in text and "q1: aggregation, aseq; runs alone, on a scan" in text
     assert main(["run", str(tmp_path / "w.cetw"), *inputs, "--output", str(tmp_path / "out"), "--format", "csv"]) == 0
     for name, text in texts.items():
         (tmp_path / f"{name}.cet").write_text(text)
