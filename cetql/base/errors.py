@@ -257,10 +257,18 @@ def shared_keyed_event(v: str, other: str) -> str:
     )
 
 
-def said_of(e: CetqlError, name: str) -> None:
-    """`e`'s message names query `name` (`query NAME: …`), once, in place:
-    its class, exit code and other fields kept (an error built with other
-    arguments than its message is left as it is)."""
-    if name and getattr(e, "query", None) is None and len(e.args) == 1 and isinstance(e.args[0], str):
+def said_of(e: CetqlError, name: str | tuple[str, ...]) -> None:
+    """`e`'s message names query `name` (`query NAME: …`), or the queries
+    whose shared work failed (`queries A, B (work they share): …`), once,
+    in place: its class, exit code and other fields kept (an error built
+    with other arguments than its message is left as it is).  `e.query`
+    holds the one query's name (its place in a workload file)."""
+    named = getattr(e, "query", None) is not None or getattr(e, "queries", None) is not None
+    if not name or named or len(e.args) != 1 or not isinstance(e.args[0], str):
+        return
+    if isinstance(name, tuple):
+        e.args = (f"queries {', '.join(name)} (work they share): {e.args[0]}",)
+        e.queries = name
+    else:
         e.args = (f"query {name}: {e.args[0]}",)
         e.query = name

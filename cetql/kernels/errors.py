@@ -25,9 +25,9 @@ class SharedKeyedEvent(CetqlError):
 
 
 @contextmanager
-def of_query(name: str) -> Iterator[None]:
+def of_query(name: str | tuple[str, ...]) -> Iterator[None]:
     """A kernel's error inside a workload names its query, as the query's
-    errors at planning do (`said_of`)."""
+    errors at planning do (`said_of`); of work several share, the queries."""
     try:
         yield
     except CetqlError as e:

@@ -1,7 +1,8 @@
 """GRETA's propagation shared by several aggregation queries (Hamlet,
 SIGMOD'21: Kleene sub-patterns shared among trend aggregation queries),
 in GRETA's form: one pass over a merged template (`SharedGraph`) whose
-nodes carry one value vector with every member's components.
+nodes carry one value vector with the components of the members whose
+state they are.
 
 A node's vector is the sum of its predecessors' along the merged
 transitions into its state, each transition carrying only the components
@@ -63,46 +64,67 @@ class _Layout:
             self.ends.append({merged[s] for s in m.spec.template.end})
             for _, s in gm.states:
                 self.serving[s].append(k)
-        self.monoid = Monoid(kinds, 0)
         walks = [set() for _ in g.template.transitions]
         for k, gm in enumerate(g.members):
             for t in gm.transitions:
                 walks[t].add(k)
         # the components each transition carries: its walkers' (its index holds those alone)
-        self.carried = [[c for k in sorted(w) for c in range(*self.spans[k])] for w in walks]
-        self.tmonoids = [Monoid([kinds[c] for c in carry], 0) for carry in self.carried]
+        carried = [[c for k in sorted(w) for c in range(*self.spans[k])] for w in walks]
+        self.tmonoids = [Monoid([kinds[c] for c in carry], 0) for carry in carried]
+        # a node's vector: the components of the members whose state it is (theirs alone, so a node costs what
+        # its members' nodes cost alone), each member's a span of it
+        local = {s: [c for k in ks for c in range(*self.spans[k])] for s, ks in self.serving.items()}
+        self.node_monoids = {s: Monoid([kinds[c] for c in cs], 0) for s, cs in local.items()}
+        self.node_spans: dict[str, list[tuple[int, int, int]]] = {}
+        for s, ks in self.serving.items():
+            at = 0
+            self.node_spans[s] = []
+            for k in ks:
+                width = self.spans[k][1] - self.spans[k][0]
+                self.node_spans[s].append((k, at, at + width))
+                at += width
+        # where a transition's components are in its source's and its target's node vectors (None: all of them)
+        ts = g.template.transitions
+        self.gather = [_places(carry, local[t.source]) for t, carry in zip(ts, carried)]
+        self.scatter = [_places(carry, local[t.target]) for t, carry in zip(ts, carried)]
 
 
-def _gather(v: list, carry: list[int]) -> list:
-    return [v[c] for c in carry]
+def _places(carry: list[int], local: list[int]) -> list[int] | None:
+    """The positions of the components `carry` in a node vector of `local`
+    components; None when they are the whole vector, in order."""
+    if carry == local:
+        return None
+    where = {c: i for i, c in enumerate(local)}
+    return [where[c] for c in carry]
+
+
+def _gather(v: list, at: list[int]) -> list:
+    return [v[i] for i in at]
 
 
 def _part(lay: _Layout, cols: dict, times: list) -> list[list]:
     """Each member's totals over one part (GRETA's forward pass, shared)."""
     gt = GroupTemplate(lay.template, times, cols)
-    m = lay.monoid
     targets = [[greta.Target(f, s, cols[v] if v else None) for f, s, v in ts] for ts in lay.targets]
     finals = [list(mk.zero) for mk in lay.monoids]
     incoming: dict[str, list] = {}
     outgoing: dict[str, list] = {}
-    whole = len(m.kinds)
     for t, st in enumerate(gt.steps):
-        carry = lay.carried[t]
         idx = gt.index(lay.tmonoids[t], st)
-        incoming.setdefault(st.target, []).append((None if len(carry) == whole else carry, idx))
-        outgoing.setdefault(st.source, []).append((None if len(carry) == whole else carry, idx))
+        incoming.setdefault(st.target, []).append((lay.scatter[t], idx))
+        outgoing.setdefault(st.source, []).append((lay.gather[t], idx))
     for group in gt.nodes_by_time():
         values = []
         for node in group:
             e, s = node
+            m = lay.node_monoids[s]
             acc = list(m.zero)
-            for carry, idx in incoming.get(s, ()):
-                if carry is None:
+            for at, idx in incoming.get(s, ()):
+                if at is None:
                     m.add(acc, idx.query(node))
                 else:
-                    m.add_at(acc, idx.query(node), carry)
-            for k in lay.serving[s]:
-                lo, hi = lay.spans[k]
+                    m.add_at(acc, idx.query(node), at)
+            for k, lo, hi in lay.node_spans[s]:
                 v = acc[lo:hi]
                 if s in lay.starts[k]:
                     v[0] = (v[0] or 0) + 1
@@ -112,8 +134,8 @@ def _part(lay: _Layout, cols: dict, times: list) -> list[list]:
                     lay.monoids[k].add(finals[k], v)
             values.append(acc)
         for node, v in zip(group, values):
-            for carry, idx in outgoing.get(node[1], ()):
-                idx.insert(node, v if carry is None else _gather(v, carry))
+            for at, idx in outgoing.get(node[1], ()):
+                idx.insert(node, v if at is None else _gather(v, at))
     return [greta._results(f, ts, sl) for f, ts, sl in zip(finals, targets, lay.slots)]
 
 
@@ -155,4 +177,3 @@ def graph_batches(spec: WorkloadSpec, g: SharedGraph, table: pa.Table, schemas: 
         if out[k][0]:
             yield gm.member, pa.RecordBatch.from_arrays([pa.array(col, type=f.type) for col, f in zip(out[k], schema)],
                                                         schema=schema)  # fmt: skip
-

@@ -106,8 +106,8 @@ class SharedGraph:
     shared graphlets, in GRETA's form): one template whose states and
     transitions are the members', merged where two members' are the same
     (the same mask column; the same edge predicates between merged states),
-    in the shared columns' names.  Each node carries one value vector with
-    every member's components; a transition carries the components of the
+    in the shared columns' names.  Each node carries the components of the
+    members whose state it is; a transition carries the components of the
     members that walk it, so each member's values are those it has alone."""
 
     template: K.TemplateSpec

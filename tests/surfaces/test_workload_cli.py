@@ -275,7 +275,9 @@ def test_a_typed_workload_reads_no_column_in_an_input_whose_queries_do_not_read_
     (tmp_path / "w.cetw").write_text("".join(f"{n}: {t}\n" for n, t in texts.items()))
     inputs = ["--input", f"Stock={tmp_path / 's.csv'}", "--input", f"Trade={tmp_path / 't.csv'}", "--id-col", "id"]
     assert main(["compile", str(tmp_path / "w.cetw"), *inputs, "--explain"]) == 0
-    assert "x, which q1 reads, would be checked in input Trade too" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "x, which q1 reads, would be checked in input Trade too" in text
+    assert "workload of 2 queries: every query alone" in text and "q1: aggregation, aseq; runs alone, on a scan" in text
     assert main(["run", str(tmp_path / "w.cetw"), *inputs, "--output", str(tmp_path / "out"), "--format", "csv"]) == 0
     for name, text in texts.items():
         (tmp_path / f"{name}.cet").write_text(text)
@@ -319,3 +321,22 @@ def test_an_error_of_work_done_for_one_query_names_it(tmp_path, capsys, sharing)
     )
     assert main(["run", str(tmp_path / "w.cetw"), "--input", STOCK, "--id-col", "id", "--workload-sharing", sharing]) == 1
     assert "error: query boom: a number went past what its type holds" in capsys.readouterr().err
+
+
+def test_an_error_of_work_several_queries_share_names_them(tmp_path, capsys):
+    """A row the shared scan refuses (a time that is no number) fails the
+    run naming the queries that share the scan; alone, each query names
+    itself."""
+    data = tmp_path / "stock.csv"
+    data.write_text(Path(STOCK).read_text().replace("\n3,", "\nsoon,", 1))
+    (tmp_path / "w.cetw").write_text(
+        "up: RETURN sym, COUNT(*) PATTERN SEQ(Stock a, Stock b) WHERE [sym] GROUP-BY sym WITHIN 50\n"
+        "down: RETURN sym, COUNT(*) PATTERN SEQ(Stock a, Stock b) WHERE [sym] AND a.price > b.price GROUP-BY sym "
+        "WITHIN 50\n"
+    )
+    run = ["run", str(tmp_path / "w.cetw"), "--input", str(data), "--id-col", "id"]
+    assert main(run) == 1
+    err = capsys.readouterr().err
+    assert "error: queries up, down (work they share): " in err and "time column 'ts'" in err, err
+    assert main([*run, "--workload-sharing", "none"]) == 1
+    assert "error: query up: " in capsys.readouterr().err

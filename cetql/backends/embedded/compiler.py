@@ -129,7 +129,7 @@ def kernel_input_sql(plan: PhysicalPlan, events: int | None = None) -> tuple[str
     its masks, keys and derived columns, sorted by the group columns, time
     and id (nulls first, NaN last, -0.0 with 0.0, as Spark sorts); and the
     columns left out as another's expression (name: the other's name)."""
-    n, w, part, filt = plan.names, plan.windows, plan.partition, plan.filter
+    part, filt = plan.partition, plan.filter
     masks = [f"{condition(m.definition, DUCKDB)} AS {Q(m.column)}" for m in filt.masks]
     any_mask = " OR ".join(Q(m.column) for m in filt.masks) or "TRUE"
     stage = f"SELECT *, {', '.join(masks)} FROM {EVENTS} WHERE {condition(filt.constant, DUCKDB)}" if masks else \

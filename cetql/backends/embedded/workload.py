@@ -15,7 +15,7 @@ looking up the events of trends).
 
 from __future__ import annotations
 
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pyarrow as pa
@@ -94,17 +94,12 @@ def run_workload(w: WorkloadPlan) -> dict[str, Result]:
     return {q.name: out[q.name] for q in w.queries}
 
 
-def _of(w: WorkloadPlan, queries: tuple[int, ...]):
-    """An error of work done for one query names it (DuckDB's words mapped
-    to cetql's first); of work shared by several, it names none."""
-    if len(queries) != 1:
-        return nullcontext()
-    return _named(w.queries[queries[0]].name)
-
-
 @contextmanager
-def _named(name: str):
-    with of_query(name), failures():
+def _of(w: WorkloadPlan, queries: tuple[int, ...]):
+    """An error of work done for one query names it, of work several share
+    names them (DuckDB's words mapped to cetql's first)."""
+    names = tuple(w.queries[i].name for i in queries)
+    with of_query(names[0] if len(names) == 1 else names), failures():
         yield
 
 

@@ -41,10 +41,11 @@ def check_ids(df, id_col: str, *, drop: bool, label: str | None = None):
     label = label or id_col
     ident = F.col(quote(id_col))
     check_id_type(label, dict(df.dtypes)[id_col])
-    n = F.count(F.lit(1)).over(Window.partitionBy(ident))
+    tmp = f"{id_col}__n"  # the rows of each id, counted once (written three times below, Spark counts it three times)
+    df = df.withColumn(tmp, F.count(F.lit(1)).over(Window.partitionBy(ident)))
+    n = F.col(quote(tmp))
     if drop:
-        tmp = f"{id_col}__n"
-        return df.withColumn(tmp, n).filter(ident.isNotNull() & (F.col(quote(tmp)) == 1)).drop(tmp)
+        return df.filter(ident.isNotNull() & (n == 1)).drop(tmp)
     before, between, after = (x.format(label=label) for x in REPEATED_ID)
     why = F.when(ident.isNull(), F.lit(f"{ID_REFUSED}: {NULL_ID.format(label=label)}")).when(
         n > 1,
@@ -54,4 +55,4 @@ def check_ids(df, id_col: str, *, drop: bool, label: str | None = None):
     why = F.concat(why, F.lit(ID_ADVICE))
     dtype = df.schema[id_col].dataType
     checked = F.when(ident.isNotNull() & (n == 1), ident).otherwise(F.raise_error(why).cast(dtype))
-    return df.withColumn(id_col, checked)
+    return df.withColumn(id_col, checked).drop(tmp)

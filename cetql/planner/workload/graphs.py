@@ -146,7 +146,7 @@ def _lines(g: SharedGraph, names: list[str], members: tuple[Member, ...], descri
     keys = f" split by {', '.join(describe[k] for k in g.subkeys)}" if g.subkeys else ""
     lines = [f"shared propagation (Hamlet's shared graphlets, GRETA's form){keys}: {who} — {len(t.states)} state(s) "
              f"and {len(t.transitions)} edge(s) for {len(g.members)} queries ({states} and {edges} apart), one pass, "
-             "each node carrying every query's values"]  # fmt: skip
+             "each node carrying the values of the queries whose state it is"]  # fmt: skip
     users: dict[str, list[str]] = {}
     for gm in g.members:
         for own, merged in gm.states:

@@ -13,12 +13,16 @@ def _head(w: WorkloadPlan) -> str:
     n = len(w.queries)
     if w.sharing == WorkloadSharing.NONE:
         how = "every query alone (--workload-sharing none)"
-    elif w.groups:
-        shared = sum(len(g.queries) for g in w.groups)
-        how = f"{shared} of them shared"
+    elif _sharing(w):
+        how = f"{len(_sharing(w))} of them shared"
     else:
         how = "every query alone"
     return f"workload of {n} quer{'y' if n == 1 else 'ies'}: {how}"
+
+
+def _sharing(w: WorkloadPlan) -> set[int]:
+    """The queries that share a scan with another (a group of one shares nothing)."""
+    return {q for g in w.groups if len(g.queries) > 1 for q in g.queries}
 
 
 def _exchange_lines(ex: Exchange) -> list[str]:
@@ -54,17 +58,18 @@ def workload_lines(w: WorkloadPlan) -> list[str]:
     for i, q in enumerate(w.queries):
         root = q.plan.logical.root
         how = getattr(root, "algorithm", None) or getattr(root, "strategy", None)
-        run = "alone" if i in w.alone else "shared"
+        run = "shared" if i in _sharing(w) else "alone" if i in w.alone else "alone, on a scan of its own"
         lines.append(f"  {q.name}: {q.plan.kind.value}, {how.choice.value}; runs {run}")
     if w.groups:
-        lines += ["", "shared:"]
+        lines += ["", "shared:" if _sharing(w) else "on scans of their own:"]
         for g in w.groups:
             lines += ["  " + x for x in _group_lines(w, g)]
     if w.apart:
         lines += ["", "not shared:"] + ["  " + x for x in w.apart]
     if w.estimate is not None:
         e = w.estimate
-        verdict = "share" if w.groups else "run apart"
+        verdict = "share" if _sharing(w) else "the workload's kernels, each query on a scan of its own" if w.groups \
+            else "run apart"  # fmt: skip
         lines += ["", f"cost: shared {e.shared:.1f} against {e.apart:.1f} alone, in passes over the events "
                       f"(a guess before reading data): {verdict}"]  # fmt: skip
         lines += ["  " + x for x in e.lines]
