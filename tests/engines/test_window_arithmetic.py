@@ -3,7 +3,10 @@ in DuckDB's dialect) is exact: for fractional sizes (decimal arithmetic),
 every time the plan admits (`physical.ranges`) gets the window indexes
 floor(t / slide) and floor((t - length) / slide) + 1 of exact arithmetic,
 computed here in Python's decimals.  DuckDB divides decimals through a
-double (exact only below 2^53): these times reach 10^19."""
+double (exact only below 2^53): these times reach 10^19.  (The embedded
+engine's capability table keeps decimal window arithmetic on Spark, for
+another reason — its cast of double times —, so this SQL runs only when
+that is lifted: it is exact then.)"""
 
 from __future__ import annotations
 
