@@ -96,3 +96,34 @@ def test_a_kernels_error_reaches_the_reader_and_stops_the_slices(monkeypatch):
 
     with pytest.raises(ArithmeticError, match="slice two"):
         list(slices.kernels(fn, table, "w", 3))
+
+
+def test_a_reader_that_stops_stops_a_later_slice_within_its_share(monkeypatch):
+    """A later slice whose output fits its share puts without waiting: once
+    the reader has stopped, its next put still ends it (its kernel is not
+    run to the slice's end for batches no one reads)."""
+    monkeypatch.setattr(slices, "SPLIT_FROM", 1)
+    table = _table([0] * 10 + [1] * 10)
+    closed, ended = threading.Event(), threading.Event()
+    made = []
+
+    def fn(batches):
+        for b in batches:
+            if b.column(0)[0].as_py() == 0:
+                yield b
+                continue
+            try:
+                for at in range(b.num_rows):
+                    if at == 1:
+                        closed.wait(60)
+                    made.append(at)
+                    yield b.slice(at, 1)
+            finally:
+                ended.set()
+
+    it = slices.kernels(fn, table, "w", 2)
+    next(it)
+    it.close()
+    closed.set()
+    assert ended.wait(60)
+    assert len(made) <= 2, made  # [0] where the reader stopped before the first put

@@ -10,7 +10,9 @@ that is lifted: it is exact then.)"""
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
+from fractions import Fraction
 
 import duckdb
 from budget import budget
@@ -60,3 +62,24 @@ def test_decimal_windows_are_exact_in_duckdb(case):
            f"FROM (SELECT CAST('{t}' AS {typed}) AS {DUCKDB.quote(plan.names.time)})")  # fmt: skip
     got = duckdb.connect().execute(sql).fetchall()[0]
     assert tuple(map(int, got)) == _exact(t, w.length, w.slide), (t, w.length, w.slide)
+
+
+
+def _size(places: int, digits: int) -> Decimal:
+    return Decimal(digits).scaleb(-places)
+
+
+@SOME
+@given(st.builds(_size, st.integers(0, 27), st.integers(1, 10**27)), st.builds(_size, st.integers(0, 27), st.integers(1, 10**27)))
+@example(Decimal("19.99999999999999999999999999"), Decimal("9.999999999999999999999999994"))  # 2 + 2e-28: 2 in 28 digits
+def test_per_event_holds_every_events_windows(a, b):
+    """The embedded engine places an event in its windows by joining
+    range(per_event): per_event is the most windows an event is in,
+    ceil(length / slide) exactly (at time 0 an event is in that many),
+    never a quotient rounded to 28 digits."""
+    length, slide = max(a, b), min(a, b)
+    try:
+        w = cetql.compile(f"PATTERN A+ a[] WITHIN {length:f} SLIDE {slide:f}", max_windows=0).plan.windows
+    except cetql.CetqlError:
+        return  # sizes the planner refuses
+    assert w.per_event == math.ceil(Fraction(w.length) / Fraction(w.slide)), (w.length, w.slide, w.per_event)

@@ -206,3 +206,39 @@ def test_compiled_loops_are_imported_ahead_only_where_they_may_run():
     assert not started(count, 10**6, compiled="never")
     assert started(count, 1, compiled="always")
     assert not started("RETURN SUM(e.x) PATTERN E+ e[] WHERE e[i].x > e[i-1].x WITHIN 10", 10**6)  # the reference's
+
+
+def test_the_warm_up_keeps_no_batch():
+    """The embedded engine's warm-up (`compiler.warm_up`) drops each batch
+    as the kernel gives it: eight events can have millions of trends (2^8 a
+    window, in each of a long WITHIN's windows), and holding them all would
+    cost what the run itself streams through."""
+    import weakref
+
+    import pyarrow as pa
+
+    from cetql.backends.embedded.compiler import warm_up
+
+    alive, most = set(), []
+
+    class Batch:
+        pass
+
+    def kernel(spec):
+        assert spec.compiled == select.always(spec).compiled
+
+        def fn(batches):
+            for _ in range(5):
+                b = Batch()
+                alive.add(id(b))
+                weakref.finalize(b, alive.discard, id(b))
+                most.append(len(alive))
+                yield b
+
+        return fn
+
+    from harness import plan_for
+
+    _, phys = plan_for("RETURN COUNT(*) PATTERN E+ e[] WHERE e[i].x > e[i-1].x WITHIN 10")
+    warm_up(kernel, kernel_spec(phys), pa.table({"x": [1]}))
+    assert max(most) <= 2, most  # the one it gives, and the one before it (still named by the loop)

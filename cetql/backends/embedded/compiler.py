@@ -73,7 +73,7 @@ def run(plan: PhysicalPlan) -> Result:
     kernel = process.detect_fn if isinstance(plan.root, Detect) else process.aggregate_fn
     sample = kernel_input(con, plan, WARM_ROWS)  # the input of a few events: the warm-up's, beside the input's query
     select.preload(spec, con.execute(f"SELECT count(*) FROM {EVENTS}").fetchall()[0][0],
-                   lambda: [*kernel(select.always(spec))(iter(sample.to_batches()))])  # fmt: skip
+                   lambda: warm_up(kernel, spec, sample))  # fmt: skip
     table = kernel_input(con, plan)
     fn = kernel(spec)
     if isinstance(plan.root, Detect):
@@ -83,6 +83,14 @@ def run(plan: PhysicalPlan) -> Result:
     out_schema, project = output(plan, schema)
     batches = (project(b) for b in kernels(fn, table, plan.names.window))
     return Result(out_schema, batches, dropped, con, plan)
+
+
+def warm_up(kernel, spec, sample: pa.Table) -> None:
+    """The compiled variant of `kernel` over `sample`, its batches dropped as
+    they come: a few events' trends can still be many (2^8 a window, in
+    every window of a long WITHIN), and none of them is kept."""
+    for _ in kernel(select.always(spec))(iter(sample.to_batches())):
+        pass
 
 
 # ---------------------------------------------------------------- Scan

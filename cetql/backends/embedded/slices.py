@@ -59,8 +59,9 @@ _END = object()
 
 class Ahead:
     """One slice's batches not yet read: `put` waits while it holds more
-    than AHEAD_BATCHES batches and more than `limit` bytes (or returns
-    False once the reader stopped); `get` waits for the next."""
+    than AHEAD_BATCHES batches and more than `limit` bytes, and returns
+    False, keeping nothing, once the reader stopped (whether it waited or
+    not); `get` waits for the next."""
 
     def __init__(self, limit: int, stop: threading.Event):
         self.limit, self.stop = limit, stop
@@ -71,10 +72,10 @@ class Ahead:
     def put(self, item) -> bool:
         size = item.nbytes if isinstance(item, pa.RecordBatch) else 0
         with self.cond:
-            while len(self.items) >= AHEAD_BATCHES and self.bytes + size > self.limit:
-                if self.stop.is_set():
-                    return False
+            while not self.stop.is_set() and len(self.items) >= AHEAD_BATCHES and self.bytes + size > self.limit:
                 self.cond.wait(0.1)
+            if self.stop.is_set():  # the reader has gone: no batch is kept, and the kernel stops at its next
+                return False
             self.items.append((item, size))
             self.bytes += size
             self.cond.notify_all()

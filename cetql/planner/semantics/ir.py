@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
+from fractions import Fraction
+from math import ceil
 
 from cetql.base.options import TrendSet
 from cetql.language import ast as A
@@ -127,10 +129,10 @@ class Window:
 
     @property
     def copies(self) -> int:
-        """How many windows an event falls in (at most)."""
-        from math import ceil
-
-        return ceil(self.length / self.slide)
+        """How many windows an event falls in (at most): ceil(length / slide),
+        exactly (a quotient rounded to the context's 28 digits can round down
+        onto a whole number: 2 for 19.99999999999999999999999999 / 9.999999999999999999999999994)."""
+        return ceil(Fraction(self.length) / Fraction(self.slide))
 
 
 
