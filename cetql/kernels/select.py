@@ -109,7 +109,7 @@ def preload(spec: K.DetectSpec | K.AggregateSpec, events: int, warm=None) -> thr
     that first calls them otherwise); its result and errors are dropped.
     What runs is still decided by `variant`, on each table.  The thread, if
     started."""
-    if _wanted(spec, events) == Variant.REFERENCE:
+    if not may_compile(spec, events):
         return None
 
     def load() -> None:
@@ -122,6 +122,11 @@ def preload(spec: K.DetectSpec | K.AggregateSpec, events: int, warm=None) -> thr
     thread = threading.Thread(target=load, name="cetql-compiled-loops", daemon=True)
     thread.start()
     return thread
+
+
+def may_compile(spec: K.DetectSpec | K.AggregateSpec, rows: int) -> bool:
+    """Whether a compiled variant may run on a table of `rows` rows (numba aside)."""
+    return _wanted(spec, rows) != Variant.REFERENCE
 
 
 def always(spec: K.DetectSpec | K.AggregateSpec) -> K.DetectSpec | K.AggregateSpec:

@@ -334,3 +334,23 @@ def test_text_times_before_year_1000_are_padded_as_spark_writes_them():
     utc = dt.UTC
     assert spark_time(dt.datetime(1, 1, 1, tzinfo=utc), utc) == "0001-01-01T00:00:00.000Z"
     assert spark_time(dt.datetime(999, 5, 6, 7, 8, 9, 123000, tzinfo=utc), utc) == "0999-05-06T07:08:09.123Z"
+
+
+@pytest.mark.parametrize("rows, count, sampled", [(5000, True, True), (100, True, False), (5000, False, False)])
+def test_the_warm_up_sample_is_read_only_where_a_compiled_loop_may_run(tmp_path, monkeypatch, rows, count, sampled):
+    """The kernel input of a few events (the warm-up's) is computed only
+    where a compiled variant may run on the input: enough rows, a shape
+    numba runs (a COUNT(*) of E+), compiled loops allowed."""
+    from cetql.backends.embedded import compiler
+
+    asked = []
+    real = compiler.kernel_input
+    monkeypatch.setattr(compiler, "kernel_input", lambda con, plan, events=None: asked.append(events) or
+                        real(con, plan, events))  # fmt: skip
+    pq.write_table(pa.table({"ts": list(range(rows)), "id": list(range(rows)), "x": [t % 7 for t in range(rows)]}),
+                   tmp_path / "in.parquet")  # fmt: skip
+    what = "COUNT(*)" if count else "SUM(e.x)"
+    (tmp_path / "q.cet").write_text(f"RETURN {what} PATTERN E+ e[] WHERE e[i].x > e[i-1].x WITHIN 50 SLIDE 25")
+    assert main(["run", str(tmp_path / "q.cet"), "--input", str(tmp_path / "in.parquet"), "--id-col", "id",
+                 "--output", str(tmp_path / "out"), "--engine", "embedded"]) == 0  # fmt: skip
+    assert asked.count(compiler.WARM_ROWS) == (1 if sampled else 0) and asked.count(None) == 1

@@ -71,9 +71,10 @@ def run(plan: PhysicalPlan) -> Result:
     con = connect()
     dropped = scan(con, plan)
     kernel = process.detect_fn if isinstance(plan.root, Detect) else process.aggregate_fn
-    sample = kernel_input(con, plan, WARM_ROWS)  # the input of a few events: the warm-up's, beside the input's query
-    select.preload(spec, con.execute(f"SELECT count(*) FROM {EVENTS}").fetchall()[0][0],
-                   lambda: warm_up(kernel, spec, sample))  # fmt: skip
+    events = con.execute(f"SELECT count(*) FROM {EVENTS}").fetchall()[0][0]
+    if select.may_compile(spec, events):  # numba's import and a warm-up on a few events, beside the input's query
+        sample = kernel_input(con, plan, WARM_ROWS)
+        select.preload(spec, events, lambda: warm_up(kernel, spec, sample))
     table = kernel_input(con, plan)
     fn = kernel(spec)
     if isinstance(plan.root, Detect):
