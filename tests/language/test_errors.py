@@ -189,6 +189,12 @@ CASES = [
         "'+' repeats a part that can match no event (every part of it is optional or negated); make one of its "
         "parts required",
     ),
+    (  # rounded to 28 digits it was WITHIN 1, silently
+        "PATTERN A+ WITHIN 1.0000000000000000000000000000001",
+        "1:19",
+        "WITHIN 1.0000000000000000000000000000001 has 32 significant digits; a window's length and slide have at "
+        "most 28 (more would be rounded): round it",
+    ),
 ]
 
 # Which of the cases above are syntax (not semantic) errors: the first 24.

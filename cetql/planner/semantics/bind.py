@@ -8,7 +8,7 @@ aggregate over an unknown type, a missing column, a type mismatch.
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 from cetql.base.errors import QuerySemanticError, SchemaError
 from cetql.base.options import TrendSet
@@ -46,8 +46,15 @@ def _unique_types(positions: dict[str, Position]) -> list[str]:
     return [t for t in dict.fromkeys(types) if types.count(t) == 1]
 
 
+# Window sizes are decimals computed with Python's 28 significant digits (and normalised in that context): a size
+# needing more would be rounded, silently changing the query, so it is refused.
+_SIZE_DIGITS = 28
+
+
 def _seconds(d: A.Duration) -> Decimal:
-    return Decimal(d.amount) * Decimal(str(UNIT_SECONDS[d.unit])) if d.unit else Decimal(d.amount)
+    with localcontext() as exact:
+        exact.prec = 100  # the product of the amount and its unit, unrounded: checked below, before any use
+        return Decimal(d.amount) * Decimal(str(UNIT_SECONDS[d.unit])) if d.unit else Decimal(d.amount)
 
 
 def bind_window(q: A.Query) -> ir.Window:
@@ -78,6 +85,14 @@ _MAX_DURATION_SECONDS = Decimal(INT64[1]) / Decimal(10**9)
 
 def _check_duration(d: A.Duration, value: Decimal, clause: str) -> None:
     written = f"{clause} {d.amount}{' ' + d.unit if d.unit else ''}"
+    with localcontext() as exact:
+        exact.prec = 100
+        digits = len(value.normalize().as_tuple().digits)
+    if digits > _SIZE_DIGITS:
+        raise QuerySemanticError(
+            f"{written} has {digits} significant digits; a window's length and slide have at most {_SIZE_DIGITS} "
+            "(more would be rounded): round it", d.pos
+        )  # fmt: skip
     if value <= 0:
         raise QuerySemanticError(f"{written}: a window's length and slide must be positive", d.pos)
     limit = _MAX_DURATION_SECONDS if d.unit else Decimal(INT64[1])
