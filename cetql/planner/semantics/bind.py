@@ -52,8 +52,7 @@ _SIZE_DIGITS = 28
 
 
 def _seconds(d: A.Duration) -> Decimal:
-    with localcontext() as exact:
-        exact.prec = 100  # the product of the amount and its unit, unrounded: checked below, before any use
+    with localcontext(prec=100):  # the product of the amount and its unit, unrounded: checked below, before any use
         return Decimal(d.amount) * Decimal(str(UNIT_SECONDS[d.unit])) if d.unit else Decimal(d.amount)
 
 
@@ -85,8 +84,7 @@ _MAX_DURATION_SECONDS = Decimal(INT64[1]) / Decimal(10**9)
 
 def _check_duration(d: A.Duration, value: Decimal, clause: str) -> None:
     written = f"{clause} {d.amount}{' ' + d.unit if d.unit else ''}"
-    with localcontext() as exact:
-        exact.prec = 100
+    with localcontext(prec=100):
         digits = len(value.normalize().as_tuple().digits)
     if digits > _SIZE_DIGITS:
         raise QuerySemanticError(
