@@ -20,6 +20,12 @@ class AggregateOverflow(CetqlError):
     """An exact aggregate does not fit its output type."""
 
 
+class ValueOverflow(CetqlError):
+    """A 64-bit integer result of + - * or negation in an expression the
+    kernel evaluates (a predicate across two events) left 64 bits: Spark's
+    ANSI arithmetic fails the query, and so does the kernel."""
+
+
 class SharedKeyedEvent(CetqlError):
     """An event may take a keyed state and another state (`parts`)."""
 

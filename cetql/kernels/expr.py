@@ -17,9 +17,10 @@ import math
 from collections.abc import Callable
 from decimal import Decimal
 
-from cetql.base.errors import ParameterError
+from cetql.base.errors import OVERFLOW_MESSAGE, ParameterError
 from cetql.kernels import spec as K
 from cetql.kernels.compare import compare
+from cetql.kernels.errors import ValueOverflow
 
 
 def _mixed(a, b):
@@ -41,24 +42,48 @@ def _modulo(a, b):
     return -r if a < 0 else r
 
 
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
+
+def whole(v):
+    """A 64-bit integer result as Spark's ANSI arithmetic gives it: past 64
+    bits it fails the query (`ValueOverflow`)."""
+    if type(v) is int and not LONG_MIN <= v <= LONG_MAX:
+        raise ValueOverflow(OVERFLOW_MESSAGE)
+    return v
+
+
 def arith(op: str, a, b):
     """`a OP b` for op in + - * / %, as Spark computes it (null for a null
-    operand or a zero divisor)."""
+    operand or a zero divisor; an integer result past 64 bits fails)."""
     if a is None or b is None:
         return None
     a, b = _mixed(a, b)
     try:
         if op == "+":
-            return a + b
+            return whole(a + b)
         if op == "-":
-            return a - b
+            return whole(a - b)
         if op == "*":
-            return a * b
+            return whole(a * b)
         if b == 0:
             return None
         return a / b if op == "/" else _modulo(a, b)
     except (TypeError, OverflowError):
         return None
+
+
+def _null(e: K.Expr) -> bool:
+    """Whether `e` is null whatever the row: a null literal, or a step or
+    comparison over one (Spark's optimizer folds them so, as DuckDB's does)."""
+    match e:
+        case K.Lit(value=v):
+            return v is None
+        case K.Neg(operand=x):
+            return _null(x)
+        case K.Arith(left=a, right=b) | K.Cmp(left=a, right=b):
+            return _null(a) or _null(b)
+    return False
 
 
 def _connective(fs: list, absorbing: bool):
@@ -90,15 +115,17 @@ def compile_expr(e: K.Expr) -> Callable[[dict], object]:
 
             def neg(env):
                 v = f(env)
-                return None if v is None else -v
+                return None if v is None else whole(-v)
 
             return neg
-        case K.Arith(op=op, left=a, right=b):
+        case K.Neg() | K.Arith() | K.Cmp() if _null(e):
+            return lambda _env: None  # null whatever the row: nothing evaluated (Spark folds it)
+        case K.Arith(op=op, left=a, right=b):  # a null left side: null, the right one not evaluated (as Spark)
             fa, fb = compile_expr(a), compile_expr(b)
-            return lambda env: arith(op, fa(env), fb(env))
+            return lambda env: None if (x := fa(env)) is None else arith(op, x, fb(env))
         case K.Cmp(op=op, left=a, right=b):
             fa, fb = compile_expr(a), compile_expr(b)
-            return lambda env: compare(op, fa(env), fb(env))
+            return lambda env: None if (x := fa(env)) is None else compare(op, x, fb(env))
         case K.And(items=xs):
             return _connective([compile_expr(x) for x in xs], absorbing=False)
         case K.Or(items=xs):

@@ -354,3 +354,16 @@ def test_the_warm_up_sample_is_read_only_where_a_compiled_loop_may_run(tmp_path,
     assert main(["run", str(tmp_path / "q.cet"), "--input", str(tmp_path / "in.parquet"), "--id-col", "id",
                  "--output", str(tmp_path / "out"), "--engine", "embedded"]) == 0  # fmt: skip
     assert asked.count(compiler.WARM_ROWS) == (1 if sampled else 0) and asked.count(None) == 1
+
+
+def test_a_predicate_across_two_events_fails_past_64_bits(tmp_path, capsys):
+    """a.x + b.x is computed by the kernel (it reads two events): past 64
+    bits it fails the query, as Spark's ANSI arithmetic does; it answered
+    with Python's unbounded integer (2^62 + 2^62 > 0: a trend)."""
+    pq.write_table(pa.table({"ts": [1, 2, 3], "id": [1, 2, 3], "x": [2**62, 2**62, 5]}), tmp_path / "in.parquet")
+    (tmp_path / "q.cet").write_text("PATTERN SEQ(E a, E b) WHERE a.x + b.x > 0 WITHIN 10")
+    argv = ["run", str(tmp_path / "q.cet"), "--input", str(tmp_path / "in.parquet"), "--id-col", "id",
+            "--engine", "embedded", "--output", str(tmp_path / "out")]  # fmt: skip
+    assert main(argv) == 1
+    assert "a number went past what its type holds" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
