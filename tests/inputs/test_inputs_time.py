@@ -135,6 +135,39 @@ def test_offsets_and_naive_times(spark, tmp_path):
         assert got == expected(CHAIN, events), zone
 
 
+ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Sydney"]
+CHANGES = [(2026, 3, 29), (2026, 10, 25), (2026, 3, 8), (2026, 11, 1), (2026, 4, 5), (2026, 10, 4)]  # their 2026 DST
+
+
+def test_naive_times_in_a_zone_are_the_same_in_every_session_zone(spark):
+    """A naive ISO time read in a zone (--time-zone) is the instant Python's
+    zoneinfo gives (a time in a gap moves forward, one in an overlap is the
+    earlier), whatever the session's zone: quarter hours around every 2026
+    daylight-saving change of four zones, read in each, in sessions of each.
+    (Spark's timestamp_diff read the UTC wall time in the session's zone:
+    02:59 UTC on 2026-03-29 lies in Berlin's gap and moved an hour.)"""
+    from pyspark.sql import functions as F
+
+    walls = [datetime(y, m, d) + timedelta(days=k, minutes=15 * q) for y, m, d in CHANGES for k in (-1, 0, 1)
+             for q in range(96)]  # fmt: skip
+    texts = [w.strftime("%Y-%m-%dT%H:%M:%S") + ".000000123" for w in walls]
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    want = {z: [(w.replace(tzinfo=ZoneInfo(z)) - epoch) // timedelta(microseconds=1) * 1000 + 123 for w in walls]
+            for z in ZONES}  # fmt: skip
+    df = spark.createDataFrame([(t,) for t in texts], "t string")
+    before = spark.conf.get("spark.sql.session.timeZone")
+    try:
+        for session in ZONES:
+            spark.conf.set("spark.sql.session.timeZone", session)
+            rows = df.select(*[times.iso_nanos(F.col("t"), z).alias(z) for z in ZONES]).collect()
+            for z in ZONES:
+                got = [r[z] for r in rows]
+                bad = [(t, g, w) for t, g, w in zip(texts, got, want[z]) if g != w]
+                assert not bad, (session, z, bad[:3])
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+
+
 def test_session_zone_changes_nothing(spark, tmp_path):
     times = ["2026-03-29T01:59:59", "2026-03-29T02:30:00", "2026-03-29T03:00:01"]  # around Berlin's gap
     data = tmp_path / "naive.csv"

@@ -16,7 +16,22 @@ def wall_micros(ntz, zone: str):
     from pyspark.sql import functions as F
 
     utc = ntz if is_utc(zone) else F.convert_timezone(F.lit(zone), F.lit("UTC"), ntz)
-    return F.timestamp_diff("MICROSECOND", F.expr(EPOCH), utc)
+    return utc_wall_micros(utc)
+
+
+def utc_wall_micros(ntz):
+    """Microseconds since the epoch of a TIMESTAMP_NTZ taken as a UTC wall
+    clock, from its fields alone: Spark's timestamp_diff (as a cast of it to
+    a TIMESTAMP) reads it in the session's zone, where a UTC wall time in
+    that zone's daylight-saving gap moves an hour (a session in
+    Europe/Berlin: 02:59 on 2026-03-29), so an input's meaning would depend
+    on the session's zone."""
+    from pyspark.sql import functions as F
+
+    days = F.datediff(ntz.cast("date"), F.lit("1970-01-01").cast("date")).cast("long")
+    seconds = F.extract(F.lit("SECOND"), ntz)  # decimal(8, 6): the second and its fraction
+    return (days * F.lit(86_400_000_000) + F.hour(ntz).cast("long") * F.lit(3_600_000_000)
+            + F.minute(ntz).cast("long") * F.lit(60_000_000) + (seconds * F.lit(1_000_000)).cast("long"))  # fmt: skip
 
 
 def _micros_and_nanos(text, zone: str):
