@@ -199,7 +199,17 @@ def _classic(conf: dict, verbose: bool):
                 gateway = launch(sconf, {"stdout": log, "stderr": log})
     sc = SparkContext(conf=sconf, gateway=gateway)
     sc.setLogLevel("INFO" if verbose else "ERROR")
-    return SparkSession(sc)
+    spark = SparkSession(sc)
+    _STARTED.append(spark)
+    return spark
+
+
+_STARTED: list = []  # the sessions this process started (their SparkContext and JVM its own)
+
+
+def started_here(spark) -> bool:
+    """Whether `spark` is a session this process started (not a user's, not a test's)."""
+    return any(s is spark for s in _STARTED)
 
 
 def _save_classes() -> None:

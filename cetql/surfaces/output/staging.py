@@ -247,6 +247,7 @@ class staged:
                     _discard(old)
             elif issubclass(typ, KeyboardInterrupt):
                 _quiesce(self.spark, self._calls)
+                _stop_if_ours(self.spark)
         finally:
             _discard(self.path)
             for sig, handler in self._saved.items():
@@ -329,6 +330,20 @@ def _append_into(staging: Path, dest: Path) -> None:
         except FileExistsError:
             stem, dot, ext = f.name.partition(".")
             rename_noreplace(f, dest / f"{stem}-{tag}{dot}{ext}")
+
+
+def _stop_if_ours(spark) -> None:
+    """Stop a session this process started, before its staging is removed:
+    a cancelled write's job still ends in the JVM after the action returned
+    (its committer making the folder again, empty, as the process ended);
+    stopped, the JVM runs nothing more.  A user's session is left running."""
+    if spark is None or type(spark).__module__.startswith("pyspark.sql.connect"):
+        return
+    from cetql.backends.spark.session import started_here  # start-up cost: pyspark's, for an interrupted Spark write
+
+    if started_here(spark):
+        with contextlib.suppress(Exception):  # a session that is gone runs nothing
+            spark.stop()
 
 
 def _quiesce(spark, calls=(), timeout: float = 30.0) -> None:
