@@ -337,13 +337,21 @@ def _stop_if_ours(spark) -> None:
     a cancelled write's job still ends in the JVM after the action returned
     (its committer making the folder again, empty, as the process ended);
     stopped, the JVM runs nothing more.  A user's session is left running."""
-    if spark is None or type(spark).__module__.startswith("pyspark.sql.connect"):
+    if spark is None or type(spark).__module__.startswith("pyspark.sql.connect") or not _ends_with_this_run():
         return
     from cetql.backends.spark.session import started_here  # start-up cost: pyspark's, for an interrupted Spark write
 
     if started_here(spark):
         with contextlib.suppress(Exception):  # a session that is gone runs nothing
             spark.stop()
+
+
+def _ends_with_this_run() -> bool:
+    """Whether this process is a `cetql run` command, which ends with its run:
+    only there is the session stopped; a REPL's, a program's that calls
+    cetql, or a test process's stays theirs to use."""
+    argv = sys.argv
+    return len(argv) > 1 and argv[1] == "run" and os.path.basename(argv[0]) in ("cetql", "__main__.py")
 
 
 def _quiesce(spark, calls=(), timeout: float = 30.0) -> None:
