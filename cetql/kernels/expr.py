@@ -18,6 +18,7 @@ from collections.abc import Callable
 from decimal import Decimal
 
 from cetql.base.errors import OVERFLOW_MESSAGE, ParameterError
+from cetql.base.options import MAX_LONG
 from cetql.kernels import spec as K
 from cetql.kernels.compare import compare
 from cetql.kernels.errors import ValueOverflow
@@ -42,13 +43,10 @@ def _modulo(a, b):
     return -r if a < 0 else r
 
 
-LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
-
-
 def whole(v):
     """A 64-bit integer result as Spark's ANSI arithmetic gives it: past 64
     bits it fails the query (`ValueOverflow`)."""
-    if type(v) is int and not LONG_MIN <= v <= LONG_MAX:
+    if type(v) is int and not -MAX_LONG - 1 <= v <= MAX_LONG:
         raise ValueOverflow(OVERFLOW_MESSAGE)
     return v
 

@@ -41,6 +41,8 @@ CASES = [
      "refused as Spark's scan refuses them (outside the range whose windows are exact), or dropped and counted; never a wrapped window"),
     ('test_what_only_spark_runs_is_said_and_refused_when_insisted_on', '`--engine embedded` on decimals, no `--id-col`, `--with-rows` or the distributed strategy',
      'exit 2 naming why; without `--engine` the plan runs on Spark and `--explain` says why'),
+    ('test_a_predicate_across_two_events_fails_past_64_bits', '`a.x + b.x` past 64 bits in a predicate across two events',
+     "exit 1: a number went past what its type holds (as Spark's ANSI arithmetic fails), run embedded"),
 ]  # fmt: skip
 
 SETTINGS = settings(max_examples=budget(30), deadline=None, suppress_health_check=list(HealthCheck))

@@ -41,6 +41,7 @@ CASES = [
     ("test_time_a_type_cannot_hold", "a nanosecond time in year 2300, or a nanosecond digit in a microsecond column", "exit 1 naming the column, the number of rows and a sample; never rounded"),
     ("test_offsets_and_naive_times", "ISO times with offsets (`+02:00`, `-0530`, `Z`) beside times without one", "each the instant it names; times without a zone are UTC, or in `--time-zone`"),
     ("test_session_zone_changes_nothing", "a Spark session whose own time zone is not UTC", "the same trends: the reader gives Spark its zone explicitly"),
+    ("test_naive_times_in_a_zone_are_the_same_in_every_session_zone", "a Spark session in any of four zones, naive ISO times read in any of them, around six daylight-saving changes", "the instants Python's zoneinfo gives, whatever the session's zone (a UTC wall clock in the session zone's gap once moved an hour)"),
     ("test_machine_zone_changes_nothing", "`TZ=Europe/Berlin` and a time in its daylight-saving gap", "the same result as under UTC"),
     ("test_unknown_time_zone", "`--time-zone Mars/Olympus`", "exit 2: give a zone name such as UTC or Europe/Berlin"),
     ("test_iso_reader_against_an_independent_parse", "generated ISO times: 1900–2200, 0–9 fraction digits, offsets, none, daylight-saving gaps and overlaps, several zones", "the epoch nanoseconds this test computes itself, every one"),
