@@ -34,14 +34,16 @@ def detect_batches(spec: K.DetectSpec, table: pa.Table) -> list[pa.RecordBatch] 
     mask = np.asarray(pc.fill_null(_column(table, t.states[0].mask), False).to_numpy(zero_copy_only=False), dtype=bool)
     lo, hi, wk = segments(c, table)
     every = spec.trend_set is TrendSet.ALL
-    args = (mask, times, hk, hok, lk, lok, every)
     from cetql.kernels import jit_trends  # start-up cost: numba's import, only where a compiled loop runs
 
-    trends, events, over = jit_trends.trend_counts(lo, hi, *args)
-    if over.any() or (spec.max_trends and int(trends.max(initial=0)) > spec.max_trends):
+    limit = spec.max_trends or jit_trends.CAP
+    rows, sizes, seg, trends, events, done = jit_trends.trend_rows(lo, hi, mask, times, hk, hok, lk, lok, every, limit)
+    if not done:
         return None
     schema = detect_schema(spec, table.schema)
-    return [_batch(spec, table, schema, wk, lo[a:z], hi[a:z], a, args, int(trends[a:z].sum()), int(events[a:z].sum()))
+    t_at = np.concatenate([[0], np.cumsum(trends)])  # segment s's trends: t_at[s] … t_at[s + 1] - 1
+    e_at = np.concatenate([[0], np.cumsum(events)])
+    return [_batch(spec, table, schema, wk, lo, rows[e_at[a]:e_at[z]], sizes[t_at[a]:t_at[z]], seg[t_at[a]:t_at[z]])
             for a, z in _cuts(trends, events, spec.batch_rows, spec.batch_events)]  # fmt: skip
 
 
@@ -58,17 +60,13 @@ def _cuts(trends: np.ndarray, events: np.ndarray, rows: int, held: int) -> Itera
         yield a, len(trends)
 
 
-def _batch(spec: K.DetectSpec, table, schema, wk, lo, hi, first: int, args, n_trends: int, n_events: int):
+def _batch(spec: K.DetectSpec, table, schema, wk, lo, rows, sizes, seg):
+    """One batch of trends: their rows one after another, each one's length
+    and segment."""
     c = spec.columns
-    rows = np.empty(n_events, dtype=np.int64)
-    sizes = np.empty(n_trends, dtype=np.int32)
-    seg = np.empty(n_trends, dtype=np.int64)
-    from cetql.kernels import jit_trends  # start-up cost: numba's import, only where a compiled loop runs
-
-    jit_trends.trend_fill(lo, hi, *args, rows, sizes, seg)
     offsets = pa.array(np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]).astype(np.int32))
     taken = pa.array(rows)
-    arrays = [wk.take(pa.array(seg + first)).cast(schema.field(0).type)]
+    arrays = [wk.take(pa.array(seg)).cast(schema.field(0).type)]
     arrays += [_column(table, g).take(pa.array(lo[seg])) for g in c.group[1:]]
     arrays.append(pa.ListArray.from_arrays(offsets, _column(table, c.id).take(taken)))
     arrays.append(pa.array(sizes))

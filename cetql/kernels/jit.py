@@ -64,6 +64,54 @@ def local_codes(x, valid, out):
 
 
 @njit
+def new_slots(n):
+    """A hash table for `equal_codes` of at most n keys: 2^k slots, at
+    least 2n (row 0: the key, row 1: its code, -1: empty; row 2: code c's
+    slot)."""
+    size = 16
+    while size < 2 * n:
+        size *= 2
+    slots = np.empty((3, size), dtype=np.int64)
+    slots[1, :] = -1
+    return slots
+
+
+@njit
+def _mix(v):
+    """splitmix64's finaliser (in int64, its shifts arithmetic): every bit of
+    v moves the low bits, so doubles' keys (low bits zero) spread too."""
+    z = (v ^ (v >> 30)) * -4658895280553007687
+    z = (z ^ (z >> 27)) * -7723592293110705685
+    return z ^ (z >> 31)
+
+
+@njit
+def equal_codes(x, valid, out, slots):
+    """out[i]: a code for x[i], equal codes for equal values, 0 … size - 1
+    in order of first appearance (-1 where not valid); returns size.  For
+    predicates that ask only equality, in O(n) (a hash table, `new_slots`,
+    left empty again); `local_codes` gives ranks where order matters."""
+    keys, codes, where = slots[0], slots[1], slots[2]
+    last = len(keys) - 1
+    size = 0
+    for i in range(len(x)):
+        if not valid[i]:
+            out[i] = -1
+            continue
+        v = x[i]
+        h = _mix(v) & last  # never negative
+        while codes[h] >= 0 and keys[h] != v:
+            h = (h + 1) & last
+        if codes[h] < 0:
+            keys[h], codes[h], where[size] = v, size, h
+            size += 1
+        out[i] = codes[h]
+    for c in range(size):  # empty again
+        codes[where[c]] = -1
+    return size
+
+
+@njit
 def fenwick_query_start(q, op, size):
     """The first node a query of rank q visits: the Fenwick tree's layout
     (`index.Fenwick`: ranks reversed for > and >=, so that those asked for

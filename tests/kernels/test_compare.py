@@ -103,6 +103,8 @@ def test_keys_and_ranks_keep_every_comparison(columns):
     codes = np.empty(len(x) + len(y), dtype=np.int64)
     n = jit.local_codes(np.concatenate([ka, kb]), np.concatenate([va, vb]), codes)
     ca, cb = codes[: len(x)], codes[len(x) :]
+    same = np.empty(len(x) + len(y), dtype=np.int64)  # `jit.equal_codes`: what the compiled walk's = compares
+    jit.equal_codes(np.concatenate([ka, kb]), np.concatenate([va, vb]), same, jit.new_slots(len(same)))
     assert all(r is None or 0 <= r < size for r in ra + rb) and all(-1 <= c < n for c in codes)
     for (i, u), (j, v) in itertools.product(enumerate(x), enumerate(y)):
         for op in OPS:
@@ -111,6 +113,31 @@ def test_keys_and_ranks_keep_every_comparison(columns):
             by_key = bool(COMPARATORS[op](ka[i], kb[j])) if va[i] and vb[j] else None
             by_code = bool(COMPARATORS[op](ca[i], cb[j])) if ca[i] >= 0 and cb[j] >= 0 else None
             assert by_rank is want and by_key is want and by_code is want, (op, u, v)
+            if op in ("=", "!="):
+                by_same = bool(COMPARATORS[op](same[i], same[len(x) + j])) if ca[i] >= 0 and cb[j] >= 0 else None
+                assert by_same is want, (op, u, v)
+
+
+@SOME
+@given(st.lists(st.one_of(st.integers(-(2**63), 2**63 - 1), st.floats(allow_nan=False).map(
+    lambda f: int(np.float64(f).view(np.int64))), st.integers(0, 40).map(lambda k: k << 52)), max_size=60),
+    st.lists(st.booleans(), max_size=60), st.integers(0, 3))  # fmt: skip
+def test_equal_codes_code_equal_keys_alike_and_only_them(keys, valid, reuse):
+    """`jit.equal_codes` against Python's equality, keys that share their
+    low bits included (doubles' keys), on one table used again and again
+    (it must be left empty each time)."""
+    x = np.asarray(keys, dtype=np.int64)
+    ok = np.asarray((valid + [True] * len(keys))[: len(keys)], dtype=bool)
+    slots = jit.new_slots(len(x))
+    for _ in range(reuse + 1):
+        out = np.empty(len(x), dtype=np.int64)
+        n = jit.equal_codes(x, ok, out, slots)
+        assert n == len({int(v) for v, o in zip(x, ok) if o})
+        for i, j in itertools.product(range(len(x)), repeat=2):
+            if ok[i] and ok[j]:
+                assert (out[i] == out[j]) == (x[i] == x[j]) and 0 <= out[i] < n
+            else:
+                assert (out[i] == -1) == (not ok[i])
 
 
 @SOME
