@@ -1,5 +1,3 @@
-import sys
+from cetql.surfaces.cli.launch import command
 
-from cetql.surfaces.cli.launch import main
-
-sys.exit(main())
+command()

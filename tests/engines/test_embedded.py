@@ -369,3 +369,61 @@ def test_a_predicate_across_two_events_fails_past_64_bits(tmp_path, capsys):
     assert main(argv) == 1
     assert "a number went past what its type holds" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("reader", ["whole", "closes"])
+def test_a_run_leaves_no_spill_folder(tmp_path, reader):
+    """A `cetql` process removes its DuckDB spill folder however the run
+    ends: read whole (the process ends without the interpreter's teardown,
+    `launch.end`, its exit handlers run), or its output closed by a reader
+    that has read enough (`| head`: the process ends at once, with no exit
+    handler, so the run closes its connection before)."""
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+    import pyarrow.csv  # noqa: F401 - pa.csv
+
+    spill = tmp_path / "tmp"
+    spill.mkdir()
+    rng = np.random.default_rng(7)  # checks among 5 accounts: some hundred thousand trends, more than a pipe holds
+    src = rng.integers(0, 5, 20_000)
+    pa.csv.write_csv(pa.table({"ts": np.arange(20_000), "id": np.arange(20_000), "src": src, "dst": (src + rng.integers(1, 5, 20_000)) % 5}),
+                     tmp_path / "checks.csv")  # fmt: skip
+    (tmp_path / "q.cet").write_text("PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 20 SLIDE 10")
+    run = subprocess.Popen([sys.executable, "-m", "cetql", "run", str(tmp_path / "q.cet"), "--input",
+                            str(tmp_path / "checks.csv"), "--id-col", "id", "--no-serve", "--format", "csv"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, env={**os.environ, "TMPDIR": str(spill)})  # fmt: skip
+    try:
+        if reader == "closes":
+            assert run.stdout.readline()
+            run.stdout.close()
+            run.wait(timeout=300)
+            assert run.returncode == 141, run.stderr.read()[-2000:]  # as a tool killed by SIGPIPE
+        else:
+            out, err = run.communicate(timeout=300)
+            assert run.returncode == 0 and len(out.splitlines()) > 1000, err[-2000:]
+    finally:
+        run.kill()
+        run.wait()
+    assert list(spill.glob("cetql-duckdb-*")) == []  # (the user's log folder, `places`, is kept)
+
+
+def test_the_command_ends_as_python_would(tmp_path):
+    """`launch.end`: threads that are not daemons finish, exit handlers run,
+    buffered output is flushed, the status is the command's."""
+    import subprocess
+    import sys
+
+    code = ("import atexit, sys, threading, time\n"
+            "from cetql.surfaces.cli.launch import end\n"
+            "atexit.register(lambda: print('handler'))\n"
+            "threading.Thread(target=lambda: (time.sleep(0.3), print('thread'))).start()\n"
+            "print('x' * 100000, end='')\n"
+            "end(3)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "x" * 100000 + "thread\nhandler\n"
+    assert subprocess.run([sys.executable, "-c", code.replace("end(3)", "end(None)")], capture_output=True,
+                          timeout=60).returncode == 0  # fmt: skip

@@ -60,9 +60,23 @@ def connect() -> duckdb.DuckDBPyConnection:
     the connection (DuckDB's default is `.tmp` in the working folder)."""
     spill = tempfile.mkdtemp(prefix="cetql-duckdb-")
     con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1), "temp_directory": spill})
-    weakref.finalize(con, shutil.rmtree, spill, True)
+    _SPILLS[con] = weakref.finalize(con, shutil.rmtree, spill, True)
     con.execute("SET TimeZone = 'UTC'").fetchall()
     return con
+
+
+_SPILLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a connection: the removal of its spill folder
+
+
+def close(con: duckdb.DuckDBPyConnection | None) -> None:
+    """Close a connection of `connect` and remove its spill folder now: a
+    process that ends without Python's exit handlers (a serve's forked run)
+    leaves nothing behind."""
+    if con is None:
+        return
+    con.close()
+    if (remove := _SPILLS.pop(con, None)) is not None:
+        remove()
 
 
 def run(plan: PhysicalPlan) -> Result:

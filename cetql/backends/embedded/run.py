@@ -17,7 +17,7 @@ from cetql.backends.embedded.output import ArithmeticOverflow, overflow
 from cetql.backends.embedded.results import EmbeddedRows, zone_of
 from cetql.base.errors import OVERFLOW_MESSAGE, CetqlError
 
-__all__ = ["execute", "failures", "rows", "zone_of"]
+__all__ = ["closing", "execute", "failures", "rows", "zone_of"]
 
 
 class RunFailed(CetqlError):
@@ -53,6 +53,17 @@ def _without_pandas() -> None:
         pa.array([0])
     finally:
         sys.meta_path.remove(finder)
+
+
+@contextmanager
+def closing(made: list[Result]):
+    """Closes the connections of the results in `made` (the run's, as it
+    makes them) when the block ends, however it ends."""
+    try:
+        yield
+    finally:
+        for con in {id(r.connection): r.connection for r in made}.values():
+            compiler.close(con)
 
 
 def rows(result: Result, order: list[str]) -> EmbeddedRows:

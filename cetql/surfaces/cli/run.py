@@ -109,8 +109,10 @@ def run_embedded(plan, target, fmt: OutputFormat | None, args, show) -> int:
         print(f"using cetql serve's warm process (pid {os.getppid()}); --no-serve runs it in this one",
               file=sys.stderr)  # fmt: skip
     started = time.monotonic()
-    with run.failures():
+    made: list = []
+    with run.failures(), run.closing(made):
         result = run.execute(plan)
+        made.append(result)
         if target is not None and fmt == OutputFormat.PARQUET:
             rows = write_batches(result.schema, result.batches, target)
             say_written(rows, plan.kind, args, fmt, started)

@@ -103,8 +103,10 @@ def run_embedded(cw, chosen: dict | None, fmt, args) -> int:
 
     started = time.monotonic()
     dropped = 0
-    with run.failures(), accounted([n for n, _ in cw.queries], chosen) as written:
+    made: list = []
+    with run.failures(), run.closing(made), accounted([n for n, _ in cw.queries], chosen) as written:
         results = run_workload(cw.plan)
+        made += results.values()
         for name, result in results.items() if chosen is not None else ():  # every query's, before any is written
             check_append(chosen[name], fmt, schema=result.schema)
         for k, (name, result) in enumerate(results.items()):
