@@ -108,6 +108,7 @@ def write_batches(schema, batches, target: Target) -> int | None:
     file in a folder laid out as Spark lays out its own (`part-…parquet`
     and `_SUCCESS`), through the same staging as `write`: the rows written,
     or None when nothing was (mode ignore)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     if target.skip:
@@ -118,8 +119,11 @@ def write_batches(schema, batches, target: Target) -> int | None:
         stage.path.mkdir()
         part = stage.path / f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
         spark_schema = {b"org.apache.spark.sql.parquet.row.metadata": json.dumps(spark_json(schema)).encode()}
-        with pq.ParquetWriter(part, schema.with_metadata(spark_schema), compression="snappy",
-                              use_deprecated_int96_timestamps=True) as out:  # as Spark writes timestamps by default
+        # timestamps as Spark writes them by default; no dictionary for a list column (a trend's event ids: as
+        # many distinct values as events, so the writer's try of one is wasted — a tenth of writing D1's trends)
+        flat = [f.name for f in schema if not pa.types.is_list(f.type) and not pa.types.is_large_list(f.type)]
+        with pq.ParquetWriter(part, schema.with_metadata(spark_schema), compression="snappy", use_dictionary=flat,
+                              use_deprecated_int96_timestamps=True) as out:  # fmt: skip
             for batch in batches:
                 if batch.num_rows:
                     out.write_batch(batch)
