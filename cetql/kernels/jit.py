@@ -10,14 +10,14 @@ one table, segment by segment (a segment: the rows of one (window, group),
   in int64 while they fit: an addition that would pass 2^63 - 1 marks the
   segment (`over`) for `jit_wide` to count in wider limbs —
   never a wrapped number.
-- `trend_counts` / `trend_fill`: `walks.Walk` over the graph of E+ with one
+- `jit_trends.trend_rows`: `walks.Walk` over the graph of E+ with one
   equal predicate (every event a start and an end node): how many trends
   and trend events each segment has, then the trends themselves, depth
-  first in the reference's order, written as table rows into preallocated
-  buffers.
+  first in the reference's order, written as table rows into buffers.
 
 Values are keys: int64 in SQL order (`compiled_count.keys`) with their validity,
-compressed per segment to ranks by `local_codes`.
+compressed per segment to ranks by `local_codes` (where order matters), or
+to codes by `equal_codes` (where only equality does).
 
 Without numba the module imports (the functions stay plain Python), and
 `select.available()` is False: the reference kernels run.
