@@ -410,16 +410,57 @@ def test_a_run_leaves_no_spill_folder(tmp_path, reader):
     assert list(spill.glob("cetql-duckdb-*")) == []  # (the user's log folder, `places`, is kept)
 
 
+INTERRUPTED = """
+import sys
+from cetql.backends.embedded import compiler, workload
+from cetql.surfaces.cli.launch import command
+def interrupted(f):
+    def g(*args):
+        f(*args)
+        raise KeyboardInterrupt  # as Ctrl-C there
+    return g
+if sys.argv[1] == "scan":
+    compiler.scan = interrupted(compiler.scan)
+else:
+    workload._exchange = interrupted(workload._exchange)
+sys.argv = ["cetql", *sys.argv[2:]]
+command()
+"""
+
+
+@pytest.mark.parametrize(("where", "query"), [("scan", "kiting.cet"), ("exchange", "workload.cetw")])
+def test_a_run_stopped_in_the_middle_leaves_no_spill_folder(tmp_path, where, query):
+    """Ctrl-C during the scan of a query's run, or the shared work of a
+    workload's, ends the process at once (no exit handler): the connections
+    made so far are closed first, their spill folders removed."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    data = "checks.csv" if query == "kiting.cet" else "stock.csv"
+    (tmp_path / "run.py").write_text(INTERRUPTED)
+    spill = tmp_path / "tmp"
+    spill.mkdir()
+    done = subprocess.run([sys.executable, str(tmp_path / "run.py"), where, "run", str(root / "examples" / query),
+                           "--input", str(root / "examples" / "data" / data), "--id-col", "id", "--no-serve"],
+                          capture_output=True, text=True, env={**os.environ, "TMPDIR": str(spill)}, timeout=300)  # fmt: skip
+    assert done.returncode == 130 and "cancelled" in done.stderr, done.stderr[-2000:]
+    assert list(spill.glob("cetql-duckdb-*")) == []
+
+
 def test_the_command_ends_as_python_would(tmp_path):
     """`launch.end`: threads that are not daemons finish, exit handlers run,
     buffered output is flushed, the status is the command's."""
     import subprocess
     import sys
 
-    code = ("import atexit, sys, threading, time\n"
+    code = ("import atexit, concurrent.futures, sys, threading, time\n"
             "from cetql.surfaces.cli.launch import end\n"
             "atexit.register(lambda: print('handler'))\n"
             "threading.Thread(target=lambda: (time.sleep(0.3), print('thread'))).start()\n"
+            "pool = concurrent.futures.ThreadPoolExecutor(2)  # its idle threads are told to end, not waited on\n"
+            "pool.submit(int).result()\n"
             "print('x' * 100000, end='')\n"
             "end(3)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -83,6 +83,14 @@ def run(plan: PhysicalPlan) -> Result:
     """The plan's result, read from its input files."""
     spec = kernel_spec(plan)
     con = connect()
+    try:
+        return _run(plan, spec, con)
+    except BaseException:  # Ctrl-C during the scan or the sort included: its spill folder goes with it
+        close(con)
+        raise
+
+
+def _run(plan: PhysicalPlan, spec, con: duckdb.DuckDBPyConnection) -> Result:
     dropped = scan(con, plan)
     kernel = process.detect_fn if isinstance(plan.root, Detect) else process.aggregate_fn
     events = con.execute(f"SELECT count(*) FROM {EVENTS}").fetchall()[0][0]

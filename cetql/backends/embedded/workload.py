@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cetql.backends.embedded import compiler
-from cetql.backends.embedded.compiler import EVENTS, Q, Result, connect, order_sql, placed_sql
+from cetql.backends.embedded.compiler import EVENTS, Q, Result, close, connect, order_sql, placed_sql
 from cetql.backends.embedded.output import output
 from cetql.backends.embedded.run import failures
 from cetql.backends.embedded.slices import kernels
@@ -80,8 +80,19 @@ def selections(table: pa.Table, ex: Exchange) -> pa.Table:
 def run_workload(w: WorkloadPlan) -> dict[str, Result]:
     """Every query's result, by name, in the workload's order."""
     out: dict[str, Result] = {}
+    made: list = []
+    try:
+        return _run_workload(w, out, made)
+    except BaseException:  # Ctrl-C or an error: every connection made so far closed, its spill folder removed
+        for con in {id(c): c for c in [*made, *(r.connection for r in out.values())]}.values():
+            close(con)
+        raise
+
+
+def _run_workload(w: WorkloadPlan, out: dict[str, Result], made: list) -> dict[str, Result]:
     for g in w.groups:
         con = connect()
+        made.append(con)
         scanned = replace(w.plan(g.reader), scan=g.scan)
         with _of(w, g.queries):
             dropped = compiler.scan(con, scanned)

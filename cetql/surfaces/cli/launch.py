@@ -55,16 +55,15 @@ def end(status: int | None) -> NoReturn:
     import atexit
     import threading
 
-    for t in threading.enumerate():
-        if t is not threading.current_thread() and not t.daemon:
-            t.join()
-    atexit._run_exitfuncs()  # noqa: SLF001 - what Python's own exit runs, run here before os._exit
+    threading._shutdown()  # noqa: SLF001 - Python's own first step: thread pools told to end, threads joined
+    atexit._run_exitfuncs()  # noqa: SLF001 - and its second
     code = 0 if status is None else status
     for stream in (sys.stdout, sys.stderr):
+        if stream is None or stream.closed:  # closed by the command itself: nothing to flush, as Python's exit
+            continue
         try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):  # closed by its reader, or by the command: as Python's exit says it
+            stream.flush()
+        except OSError:  # closed by its reader: status 120, as Python's exit says it
             code = code or 120
     os._exit(code)
 
