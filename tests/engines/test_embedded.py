@@ -43,6 +43,10 @@ CASES = [
      'exit 2 naming why; without `--engine` the plan runs on Spark and `--explain` says why'),
     ('test_a_predicate_across_two_events_fails_past_64_bits', '`a.x + b.x` past 64 bits in a predicate across two events',
      "exit 1: a number went past what its type holds (as Spark's ANSI arithmetic fails), run embedded"),
+    ('test_a_run_leaves_no_spill_folder', "an embedded run's printed result closed by its reader (piped to `head`)",
+     'exit 141 without a word, as a tool killed by SIGPIPE; its DuckDB spill folder removed'),
+    ('test_a_run_stopped_in_the_middle_leaves_no_spill_folder', "Ctrl-C during an embedded run's scan, or a workload's shared work",
+     'exit 130, "cancelled"; the spill folders of the connections made so far removed'),
 ]  # fmt: skip
 
 SETTINGS = settings(max_examples=budget(30), deadline=None, suppress_health_check=list(HealthCheck))
