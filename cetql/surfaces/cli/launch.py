@@ -27,11 +27,13 @@ runs before anything else of cetql is imported.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
 import socket
 import sys
+import threading
 from typing import NoReturn
 
 from cetql.surfaces.serve.state import NOT_HERE, connect_runner, handed_env, runner_socket
@@ -52,9 +54,6 @@ def end(status: int | None) -> NoReturn:
     without the interpreter's teardown of every object left (after an
     embedded run, a fifth of a second: DuckDB's tables, Arrow's buffers,
     numba's compiled code), which nothing of a finished command needs."""
-    import atexit
-    import threading
-
     threading._shutdown()  # noqa: SLF001 - Python's own first step: thread pools told to end, threads joined
     atexit._run_exitfuncs()  # noqa: SLF001 - and its second
     code = 0 if status is None else status
