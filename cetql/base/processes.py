@@ -48,3 +48,18 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+_COMMAND: list[str] = []  # the cetql command this process is, once its entry point said so
+
+
+def begin_command(name: str) -> None:
+    """This process is the `cetql` command `name` (`run`, `repl`, …) and
+    ends when it does (`surfaces.cli.launch.command`)."""
+    _COMMAND[:] = [name]
+
+
+def command() -> str | None:
+    """The cetql command this process is, or None: a program or a test
+    that calls cetql goes on after it."""
+    return _COMMAND[0] if _COMMAND else None

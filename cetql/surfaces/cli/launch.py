@@ -36,6 +36,7 @@ import sys
 import threading
 from typing import NoReturn
 
+from cetql.base.processes import begin_command
 from cetql.surfaces.serve.state import NOT_HERE, connect_runner, handed_env, runner_socket
 
 _KEPT_FLAGS = ("--no-serve", "--stream", "--help", "-h")
@@ -44,6 +45,7 @@ _KEPT_FLAGS = ("--no-serve", "--stream", "--help", "-h")
 def command() -> NoReturn:
     """The `cetql` command (`python -m cetql` too): `main`, then the end of
     the process (`end`)."""
+    begin_command(sys.argv[1] if len(sys.argv) > 1 else "")
     end(main())
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from cetql.base.errors import CetqlError
 from cetql.base.options import OutputMode
-from cetql.base.processes import alive, start_time
+from cetql.base.processes import alive, command, start_time
 from cetql.surfaces.output.shapes import data_files
 from cetql.surfaces.output.target import FOLDER, Target, _what
 
@@ -347,11 +347,10 @@ def _stop_if_ours(spark) -> None:
 
 
 def _ends_with_this_run() -> bool:
-    """Whether this process is a `cetql run` command, which ends with its run:
-    only there is the session stopped; a REPL's, a program's that calls
-    cetql, or a test process's stays theirs to use."""
-    argv = sys.argv
-    return len(argv) > 1 and argv[1] == "run" and os.path.basename(argv[0]) in ("cetql", "__main__.py")
+    """Whether this process is a `cetql run` command, which ends with its run
+    (`processes.command`): only there is the session stopped; a REPL's, a
+    program's that calls cetql, or a test process's stays theirs to use."""
+    return command() == "run"
 
 
 def _quiesce(spark, calls=(), timeout: float = 30.0) -> None:
