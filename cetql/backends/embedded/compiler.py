@@ -71,7 +71,7 @@ _SPILLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a connection
 def close(con: duckdb.DuckDBPyConnection | None) -> None:
     """Close a connection of `connect` and remove its spill folder now: a
     process that ends without Python's exit handlers (a serve's forked run)
-    leaves nothing behind."""
+    leaves nothing behind.  Closing a closed one does nothing."""
     if con is None:
         return
     con.close()

@@ -62,8 +62,8 @@ def closing(made: list[Result]):
     try:
         yield
     finally:
-        for con in {id(r.connection): r.connection for r in made}.values():
-            compiler.close(con)
+        for r in made:  # several results may share one: closing is done once, asked again
+            compiler.close(r.connection)
 
 
 def rows(result: Result, order: list[str]) -> EmbeddedRows:

@@ -84,7 +84,7 @@ def run_workload(w: WorkloadPlan) -> dict[str, Result]:
     try:
         return _run_workload(w, out, made)
     except BaseException:  # Ctrl-C or an error: every connection made so far closed, its spill folder removed
-        for con in {id(c): c for c in [*made, *(r.connection for r in out.values())]}.values():
+        for con in [*made, *(r.connection for r in out.values())]:
             close(con)
         raise
 
