@@ -103,14 +103,14 @@ def sampled_run(args: list[str], sample, env: dict | None = None, cwd: str | Non
         while not done.is_set():
             for k, v in sample(proc.pid).items():
                 peak[k] = max(peak.get(k, 0), v)
-            time.sleep(0.25)
+            done.wait(0.25)
 
     t = threading.Thread(target=sampler, daemon=True)
     t.start()
     out, _ = proc.communicate()
+    elapsed = time.perf_counter() - start  # the process's end, not the sampler's next turn (up to 0.25 s later)
     done.set()
     t.join()
-    elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(args)}\n{out}")
     return elapsed, peak, out
