@@ -51,28 +51,34 @@ def _ranges(files: tuple[str, ...]) -> dict[str, tuple]:
     return out
 
 
-def _distinct(values: list, rows: int) -> int:
-    """Distinct values over `rows` rows from a sample of them (GEE)."""
-    counts: dict = {}
-    for v in values:
-        counts[v] = counts.get(v, 0) + 1
-    if not values:
+def _counts(column) -> list[int]:
+    """How many rows hold each distinct value of a sample's column (null one
+    value, NaN one value), counted by Arrow."""
+    import pyarrow.compute as pc
+
+    if len(column) == 0:
+        return []
+    return pc.value_counts(column).field("counts").to_pylist()
+
+
+def _distinct(counts: list[int], sampled: int, rows: int) -> int:
+    """Distinct values over `rows` rows from a sample of `sampled` rows, each
+    distinct value's count in it given (GEE)."""
+    if not sampled:
         return 0
-    once = sum(1 for c in counts.values() if c == 1)
-    scaled = math.sqrt(max(rows, len(values)) / len(values)) * once + (len(counts) - once)
+    once = sum(1 for c in counts if c == 1)
+    scaled = math.sqrt(max(rows, sampled) / sampled) * once + (len(counts) - once)
     return max(1, min(rows, round(scaled)))
 
 
-def _top(values: list) -> float:
+def _top(column) -> float:
     """The share of the sample's rows holding its most frequent non-null value."""
-    counts: dict = {}
-    for v in values:
-        if v is not None:
-            counts[v] = counts.get(v, 0) + 1
-    return max(counts.values()) / len(values) if counts else 0.0
+    present = column.drop_null()
+    return max(_counts(present)) / len(column) if len(present) else 0.0
 
 
 def of_parquet(files: tuple[str, ...], rows: int) -> tuple[ColumnStats, ...]:
+    import pyarrow as pa
     import pyarrow.parquet as pq  # start-up cost: only Parquet inputs read footers
 
     if not files:
@@ -81,7 +87,9 @@ def of_parquet(files: tuple[str, ...], rows: int) -> tuple[ColumnStats, ...]:
     sample = next(pq.ParquetFile(files[0]).iter_batches(batch_size=SAMPLE_ROWS), None)
     out = []
     for name in sample.schema.names if sample is not None else ():
-        values = sample.column(name).to_pylist()
+        column = sample.column(name)
+        if pa.types.is_nested(column.type):  # lists, structs, maps: no statistic (Arrow counts no such values)
+            continue
         lo, hi = ranges.get(name, (None, None))
-        out.append(ColumnStats(name, lo, hi, _distinct(values, rows), _top(values)))
+        out.append(ColumnStats(name, lo, hi, _distinct(_counts(column), len(column), rows), _top(column)))
     return tuple(out)
