@@ -54,7 +54,7 @@ def test_slices_give_one_threads_batches_in_order(monkeypatch, windows, workers,
         return ok
 
     monkeypatch.setattr(slices.Ahead, "put", watched)
-    together = pa.Table.from_batches(list(slices.kernels(fn, table, "w", workers)), schema=alone.schema)
+    together = pa.Table.from_batches(list(slices.kernels(fn, slices.cut(table, "w", workers))), schema=alone.schema)
     assert together.equals(alone)
     # what a slice holds: two batches, or more only within its share
     assert all(n <= slices.AHEAD_BATCHES or held <= limit for n, held, limit in seen)
@@ -80,7 +80,7 @@ def test_a_later_slice_runs_to_its_end_while_the_first_is_read(monkeypatch):
         if first == 1:
             second_done.set()
 
-    got = pa.Table.from_batches(list(slices.kernels(fn, table, "w", 2)))
+    got = pa.Table.from_batches(list(slices.kernels(fn, slices.cut(table, "w", 2))))
     assert got.column("w").to_pylist() == [0] * 50 + [1] * 50
 
 
@@ -95,7 +95,7 @@ def test_a_kernels_error_reaches_the_reader_and_stops_the_slices(monkeypatch):
             yield b
 
     with pytest.raises(ArithmeticError, match="slice two"):
-        list(slices.kernels(fn, table, "w", 3))
+        list(slices.kernels(fn, slices.cut(table, "w", 3)))
 
 
 def test_a_reader_that_stops_stops_a_later_slice_within_its_share(monkeypatch):
@@ -121,7 +121,7 @@ def test_a_reader_that_stops_stops_a_later_slice_within_its_share(monkeypatch):
             finally:
                 ended.set()
 
-    it = slices.kernels(fn, table, "w", 2)
+    it = slices.kernels(fn, slices.cut(table, "w", 2))
     next(it)
     it.close()
     closed.set()

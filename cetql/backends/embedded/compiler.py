@@ -18,15 +18,15 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 import duckdb
 import pyarrow as pa
 
-from cetql.backends.embedded import checks, reader
+from cetql.backends.embedded import checks, reader, slices
 from cetql.backends.embedded.output import output
-from cetql.backends.embedded.slices import kernels
 from cetql.backends.inputs.stamps import check_unchanged
 from cetql.backends.sql import windows as W
 from cetql.backends.sql.dialects import DUCKDB
@@ -44,13 +44,18 @@ EVENTS = "__cetql_events"
 class Result:
     """The result's schema and batches (lazy: the kernels run as they are
     read), what the scan dropped (--drop-invalid), and the connection that
-    holds the scanned events (for looking up the events of trends)."""
+    holds the scanned events (for looking up the events of trends).  The
+    same batches as `parts` too, where the kernels run on several cores:
+    each a call giving one slice's batches (the slices in order, each
+    ready to run in a thread of its own: a Parquet folder's writer writes
+    one file a slice); a reader reads `batches` or `parts`, not both."""
 
     schema: pa.Schema
     batches: Iterator[pa.RecordBatch]
     dropped: int = 0
     connection: duckdb.DuckDBPyConnection | None = field(default=None, repr=False)
     plan: PhysicalPlan | None = field(default=None, repr=False)
+    parts: tuple[Callable[[], Iterator[pa.RecordBatch]], ...] = ()
 
 
 def connect() -> duckdb.DuckDBPyConnection:
@@ -104,8 +109,14 @@ def _run(plan: PhysicalPlan, spec, con: duckdb.DuckDBPyConnection) -> Result:
     else:
         schema = process.aggregate_schema(spec, table.schema)
     out_schema, project = output(plan, schema)
-    batches = (project(b) for b in kernels(fn, table, plan.names.window))
-    return Result(out_schema, batches, dropped, con, plan)
+    cut = slices.cut(table, plan.names.window)
+    batches = (project(b) for b in slices.kernels(fn, cut))
+    parts = tuple(partial(_projected, project, fn, part) for part in cut) if len(cut) > 1 else ()
+    return Result(out_schema, batches, dropped, con, plan, parts)
+
+
+def _projected(project, fn, part: pa.Table) -> Iterator[pa.RecordBatch]:
+    return (project(b) for b in slices.run(fn, part))
 
 
 def warm_up(kernel, spec, sample: pa.Table) -> None:

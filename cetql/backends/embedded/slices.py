@@ -22,16 +22,13 @@ AHEAD_BYTES = 256 << 20
 AHEAD_BATCHES = 2
 
 
-def kernels(fn, table: pa.Table, window: str, workers: int | None = None) -> Iterator[pa.RecordBatch]:
-    """`fn` (a kernel, as `mapInArrow` calls it) over the sorted table, cut
-    at window boundaries into one slice per core (at most 8), the slices run
-    at once in threads; batches in table order, each later slice ahead of
-    the reader by at most its share of AHEAD_BYTES (or two batches); a
-    reader that stops stops them."""
+def cut(table: pa.Table, window: str, workers: int | None = None) -> list[pa.Table]:
+    """The sorted table cut at window boundaries (a group never spans two
+    slices) into one slice per core (at most 8), in table order; the whole
+    table under SPLIT_FROM rows or on one core."""
     workers = workers or min(os.cpu_count() or 1, 8)
     if workers < 2 or table.num_rows < SPLIT_FROM:
-        yield from fn(iter(table.to_batches(max_chunksize=BATCH_ROWS)))
-        return
+        return [table]
     wk = table.column(window).to_numpy()
     cuts = [0]
     for i in range(1, workers):
@@ -39,11 +36,27 @@ def kernels(fn, table: pa.Table, window: str, workers: int | None = None) -> Ite
         if at > cuts[-1]:
             cuts.append(at)
     cuts.append(len(wk))
+    return [table.slice(a, z - a) for a, z in zip(cuts, cuts[1:])]
+
+
+def run(fn, part: pa.Table) -> Iterator[pa.RecordBatch]:
+    """`fn` (a kernel, as `mapInArrow` calls it) over one slice."""
+    return fn(iter(part.to_batches(max_chunksize=BATCH_ROWS)))
+
+
+def kernels(fn, parts: list[pa.Table]) -> Iterator[pa.RecordBatch]:
+    """`fn` over the sorted table's slices (`cut`), run at once in threads;
+    batches in table order, each later slice ahead of the reader by at most
+    its share of AHEAD_BYTES (or two batches); a reader that stops stops
+    them."""
+    if len(parts) == 1:
+        yield from run(fn, parts[0])
+        return
     stop = threading.Event()
-    share = AHEAD_BYTES // max(1, len(cuts) - 2)  # the first slice is read as it runs
-    queues = [Ahead(0 if i == 0 else share, stop) for i in range(len(cuts) - 1)]
-    for (a, z), q in zip(zip(cuts, cuts[1:]), queues):
-        threading.Thread(target=_work, args=(fn, table.slice(a, z - a), q), daemon=True).start()
+    share = AHEAD_BYTES // max(1, len(parts) - 1)  # the first slice is read as it runs
+    queues = [Ahead(0 if i == 0 else share, stop) for i in range(len(parts))]
+    for part, q in zip(parts, queues):
+        threading.Thread(target=_work, args=(fn, part, q), daemon=True).start()
     try:
         for q in queues:
             while (item := q.get()) is not _END:
@@ -93,7 +106,7 @@ class Ahead:
 
 def _work(fn, part: pa.Table, out: Ahead) -> None:
     try:
-        for batch in fn(iter(part.to_batches(max_chunksize=BATCH_ROWS))):
+        for batch in run(fn, part):
             if not out.put(batch):
                 return
         out.put(_END)

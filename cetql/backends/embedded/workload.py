@@ -25,7 +25,7 @@ from cetql.backends.embedded import compiler
 from cetql.backends.embedded.compiler import EVENTS, Q, Result, close, connect, order_sql, placed_sql
 from cetql.backends.embedded.output import output
 from cetql.backends.embedded.run import failures
-from cetql.backends.embedded.slices import kernels
+from cetql.backends.embedded.slices import cut, kernels
 from cetql.backends.sql.dialects import DUCKDB
 from cetql.backends.sql.workload import column_sql, levels
 from cetql.kernels import spec as K
@@ -119,7 +119,7 @@ def _exchange(w: WorkloadPlan, ex: Exchange, con, dropped: int) -> dict[str, Res
     spec = workload_spec(w, ex)
     table = selections(con.sql(exchange_sql(ex, plan, spec)).to_arrow_table(), ex)
     rows: list[list] = [[] for _ in ex.members]
-    for i, batch in kernels(members_fn(spec), table, plan.names.window):
+    for i, batch in kernels(members_fn(spec), cut(table, plan.names.window)):
         if batch.num_rows:
             rows[i].append(batch)
     out = {}

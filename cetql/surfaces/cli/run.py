@@ -114,7 +114,7 @@ def run_embedded(plan, target, fmt: OutputFormat | None, args, show) -> int:
         result = run.execute(plan)
         made.append(result)
         if target is not None and fmt == OutputFormat.PARQUET:
-            rows = write_batches(result.schema, result.batches, target)
+            rows = write_batches(result.schema, result.batches, target, result.parts)
             say_written(rows, plan.kind, args, fmt, started)
         elif target is not None:  # CSV or JSON lines, as Spark's writers write them
             zone = run.zone_of(plan.logical.options.time_zone)

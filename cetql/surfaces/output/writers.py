@@ -103,35 +103,94 @@ def spark_json(schema) -> dict:
                                          for f in schema]}  # fmt: skip
 
 
-def write_batches(schema, batches, target: Target) -> int | None:
-    """Write Arrow batches (the in-process engine's result) as one Parquet
-    file in a folder laid out as Spark lays out its own (`part-…parquet`
-    and `_SUCCESS`), through the same staging as `write`: the rows written,
-    or None when nothing was (mode ignore)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
+def write_batches(schema, batches, target: Target, parts=()) -> int | None:
+    """Write Arrow batches (the in-process engine's result) as Parquet in a
+    folder laid out as Spark lays out its own (`part-…parquet` and
+    `_SUCCESS`), through the same staging as `write`: the rows written, or
+    None when nothing was (mode ignore).  One file of `batches`; or, given
+    the same batches as `parts` (calls giving one slice's batches each, in
+    order) and a folder to write, one file a part, written at once in
+    threads of their own (as Spark writes one file a partition)."""
     if target.skip:
         return None
     check_append(target, OutputFormat.PARQUET, schema=schema)
-    rows = 0
     with staged(target) as stage:
         stage.path.mkdir()
-        part = stage.path / f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-        spark_schema = {b"org.apache.spark.sql.parquet.row.metadata": json.dumps(spark_json(schema)).encode()}
-        # timestamps as Spark writes them by default; no dictionary for a list column (a trend's event ids: as
-        # many distinct values as events, so the writer's try of one is wasted — a tenth of writing D1's trends)
-        flat = [f.name for f in schema if not pa.types.is_list(f.type) and not pa.types.is_large_list(f.type)]
-        with pq.ParquetWriter(part, schema.with_metadata(spark_schema), compression="snappy", use_dictionary=flat,
-                              use_deprecated_int96_timestamps=True) as out:  # fmt: skip
-            for batch in batches:
-                if batch.num_rows:
-                    out.write_batch(batch)
-                    rows += batch.num_rows
+        job = uuid.uuid4()
+        if len(parts) > 1 and target.kind != FILE:
+            rows = _write_parts(schema, parts, stage.path, job)
+        else:
+            rows = _write_part(schema, batches, stage.path / _part_name(0, job))
         (stage.path / "_SUCCESS").touch()
         if target.kind == FILE:
-            stage.source = part
+            stage.source = stage.path / _part_name(0, job)
     return rows if stage.written else None
+
+
+def _part_name(i: int, job: uuid.UUID) -> str:
+    return f"part-{i:05d}-{job}-c000.snappy.parquet"
+
+
+def _write_part(schema, batches, path: Path, stopped=lambda: False) -> int:
+    """One Parquet file of the batches (its schema only if there is none):
+    the rows written.  `stopped()` is asked before each batch is written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    spark_schema = {b"org.apache.spark.sql.parquet.row.metadata": json.dumps(spark_json(schema)).encode()}
+    # timestamps as Spark writes them by default; no dictionary for a list column (a trend's event ids: as many
+    # distinct values as events, so the writer's try of one is wasted — a tenth of writing D1's trends)
+    flat = [f.name for f in schema if not pa.types.is_list(f.type) and not pa.types.is_large_list(f.type)]
+    rows = 0
+    with pq.ParquetWriter(path, schema.with_metadata(spark_schema), compression="snappy", use_dictionary=flat,
+                          use_deprecated_int96_timestamps=True) as out:  # fmt: skip
+        for batch in batches:
+            if stopped():
+                break
+            if batch.num_rows:
+                out.write_batch(batch)
+                rows += batch.num_rows
+    return rows
+
+
+def _write_parts(schema, parts, folder: Path, job: uuid.UUID) -> int:
+    """Each part to its own file, in threads: the rows written.  A part's
+    failure stops the parts after it (those before it run to their end, so
+    the error raised is the first in part order, as one reader of the parts
+    in turn would meet it); Ctrl-C stops them all; either way every thread
+    has ended before this returns or raises."""
+    import threading
+
+    stop = [len(parts)]  # the parts from this index on stop before their next batch
+    rows, errors = [0] * len(parts), [None] * len(parts)
+    lock = threading.Lock()
+
+    def one(i: int) -> None:
+        try:
+            rows[i] = _write_part(schema, parts[i](), folder / _part_name(i, job), lambda: i >= stop[0])
+        except BaseException as e:  # noqa: BLE001 - raised by the caller, in part order
+            errors[i] = e
+            with lock:
+                stop[0] = min(stop[0], i + 1)
+
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(parts))]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            t.join()
+    except BaseException:
+        stop[0] = 0
+        for t in threads:
+            t.join()
+        raise
+    for e in errors:
+        if e is not None:
+            raise e
+    for i in range(len(parts)):  # a part without rows leaves no file, unless no part has any (the first's: the schema)
+        if not rows[i] and (i or any(rows)):
+            (folder / _part_name(i, job)).unlink()
+    return sum(rows)
 
 
 def write_text_batches(schema, batches, target: Target, fmt: OutputFormat, zone) -> int | None:
