@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 import duckdb
+import numpy as np
 import pyarrow as pa
 
 from cetql.backends.embedded import checks, reader, slices
@@ -38,6 +39,7 @@ from cetql.planner.physical.plan import Detect, PhysicalPlan
 
 Q = DUCKDB.quote
 EVENTS = "__cetql_events"
+READ = "__cetql_read"  # the events as read, where their ids are their places (EVENTS: a view of it)
 
 
 @dataclass
@@ -137,14 +139,19 @@ def scan(con: duckdb.DuckDBPyConnection, plan: PhysicalPlan) -> int:
     sources = {f.type_name: f.source for f in plan.logical.find(L.Scan).inputs.each}
     parts = [reader.input_sql(plan, si, sources[si.type_name]) for si in plan.scan.inputs]
     union = " UNION ALL BY NAME ".join(f"SELECT * FROM ({p})" for p in parts)
-    if plan.scan.id_col is None:  # ids from input order: numbered as read (only aggregation, where none is shown)
-        union = f"SELECT * REPLACE (CAST(row_number() OVER () - 1 AS BIGINT) AS {Q(plan.names.id)}) FROM ({union})"
     for si in plan.scan.inputs:  # the files as planned: before they are read, and after (a change while read)
         check_unchanged(si.stamps, si.label)
-    con.execute(f"CREATE TABLE {EVENTS} AS {union}").fetchall()
+    if plan.scan.id_col is None:
+        # ids from input order (only aggregation, where none is shown): the rows' places in the table as read (a
+        # table keeps the order it was made in; row_number() over the whole read ran on one thread, a third of
+        # reading a CSV), kept by rows --drop-invalid leaves
+        con.execute(f"CREATE TABLE {READ} AS {union}").fetchall()
+        con.execute(f"CREATE VIEW {EVENTS} AS SELECT * REPLACE (rowid AS {Q(plan.names.id)}) FROM {READ}").fetchall()
+    else:
+        con.execute(f"CREATE TABLE {EVENTS} AS {union}").fetchall()
     for si in plan.scan.inputs:
         check_unchanged(si.stamps, si.label)
-    return checks.check_rows(con, plan, EVENTS, sources)
+    return checks.check_rows(con, plan, EVENTS if plan.scan.id_col else READ, sources)
 
 
 # ---------------------------------------------------------------- Filter, Windows, Partition, sort
@@ -157,11 +164,17 @@ def kernel_input(con: duckdb.DuckDBPyConnection, plan: PhysicalPlan, events: int
     """The kernel's input as an Arrow table (of the first `events` events the
     filter keeps, if given); a key or derived column that is another's
     expression (`price` on both sides of `S.price < NEXT(S).price`) computed
-    and sorted once, the same array under each name."""
-    sql, same = kernel_input_sql(plan, events)
-    table = con.sql(sql).to_arrow_table()
-    if not same:
-        return table
+    and sorted once, the same array under each name.  Where each event is
+    copied into its windows (sliding windows, no blocks), the events are
+    sorted once and their rows placed in window order by their places
+    (`in_windows`): the same table as the copies sorted, whose sort took a
+    third of a run."""
+    if plan.windows.sharing is not None and not plan.windows.block:
+        sql, same = events_sql(plan, events)
+        table = in_windows(con.sql(sql).to_arrow_table(), plan.names.window)
+    else:
+        sql, same = kernel_input_sql(plan, events)
+        table = con.sql(sql).to_arrow_table()
     order = plan_columns(plan)
     return pa.table([table.column(same.get(c, c)) for c in order], names=order)
 
@@ -171,12 +184,60 @@ def kernel_input_sql(plan: PhysicalPlan, events: int | None = None) -> tuple[str
     its masks, keys and derived columns, sorted by the group columns, time
     and id (nulls first, NaN last, -0.0 with 0.0, as Spark sorts); and the
     columns left out as another's expression (name: the other's name)."""
-    part, filt = plan.partition, plan.filter
+    placed = placed_sql(plan, _kept_sql(plan, events))
+    return _keyed_sql(plan, placed, [*plan.partition.group, plan.names.time, plan.names.id], [])
+
+
+FIRST, LAST = "__cetql_first", "__cetql_last"  # an event's first and last window (`events_sql`)
+
+
+def events_sql(plan: PhysicalPlan, events: int | None = None) -> tuple[str, dict[str, str]]:
+    """The kernel's input before its events are copied into their windows:
+    each event once, its masks, keys and derived columns, and its first and
+    last window (FIRST, LAST), sorted by the keys, time and id as
+    `kernel_input_sql` sorts them; and the columns left out."""
+    bounds = f"SELECT *, {W.first_window(plan, DUCKDB)} AS {Q(FIRST)}, {W.last_window(plan, DUCKDB)} AS {Q(LAST)} " \
+        f"FROM ({_kept_sql(plan, events)})"  # fmt: skip
+    n = plan.names
+    keys = [c for c in plan.partition.group if c != n.window]
+    return _keyed_sql(plan, bounds, [*keys, n.time, n.id], [FIRST, LAST], without=n.window)
+
+
+def in_windows(table: pa.Table, window: str) -> pa.Table:
+    """A table of events sorted by (keys, time, id), each with its first and
+    last window (FIRST, LAST), as the rows of each (event, window) sorted by
+    (window, keys, time, id), the window in column `window`: event i's
+    windows are LAST[i], LAST[i] - 1, …, FIRST[i] (none when FIRST > LAST),
+    and a stable sort by window keeps each window's events in the table's
+    order."""
+    first = np.asarray(table.column(FIRST).to_numpy(), dtype=np.int64)
+    last = np.asarray(table.column(LAST).to_numpy(), dtype=np.int64)
+    copies = np.maximum(last - first + 1, 0)
+    event = np.repeat(np.arange(table.num_rows, dtype=np.int64), copies)
+    began = np.cumsum(copies) - copies  # event i's first row among the copies
+    k = last[event] - (np.arange(len(event), dtype=np.int64) - began[event])
+    order = np.argsort(k, kind="stable")
+    rows = table.drop_columns([FIRST, LAST]).take(pa.array(event[order]))
+    return rows.append_column(window, pa.array(k[order]))
+
+
+def _kept_sql(plan: PhysicalPlan, events: int | None) -> str:
+    """The events the filter keeps (the first `events`, if given), with their masks."""
+    filt = plan.filter
     masks = [f"{condition(m.definition, DUCKDB)} AS {Q(m.column)}" for m in filt.masks]
     any_mask = " OR ".join(Q(m.column) for m in filt.masks) or "TRUE"
     stage = f"SELECT *, {', '.join(masks)} FROM {EVENTS} WHERE {condition(filt.constant, DUCKDB)}" if masks else \
         f"SELECT * FROM {EVENTS} WHERE {condition(filt.constant, DUCKDB)}"  # fmt: skip
-    placed = placed_sql(plan, f"SELECT * FROM ({stage}) WHERE {any_mask}{'' if events is None else f' LIMIT {events}'}")
+    return f"SELECT * FROM ({stage}) WHERE {any_mask}{'' if events is None else f' LIMIT {events}'}"
+
+
+def _keyed_sql(plan: PhysicalPlan, rows: str, order: list[str], extra: list[str],
+               without: str | None = None) -> tuple[str, dict[str, str]]:  # fmt: skip
+    """`rows` with the plan's keys and derived columns (an expression that is
+    another's computed once: the columns left out, name: the other's name),
+    rows without every key dropped, the kernel input's columns (but
+    `without`) and `extra`, sorted by `order` as Spark sorts."""
+    part = plan.partition
     computed = [(Q(k.attr), k.column) for k in (*part.keys, *part.subkeys, *part.state_keys)]
     computed += [(to_sql(d.definition, DUCKDB), d.column) for d in plan.root.derived]
     first: dict[str, str] = {}  # an expression: the first column computing it
@@ -186,9 +247,10 @@ def kernel_input_sql(plan: PhysicalPlan, events: int | None = None) -> tuple[str
             same[c] = first[e]
     keyed = [f"{e} AS {Q(c)}" for e, c in computed if c not in same]
     present = " AND ".join(f"{Q(k.attr)} IS NOT NULL" for k in part.keys) or "TRUE"
-    cols = [c for c in plan_columns(plan) if c not in same]
+    cols = [c for c in plan_columns(plan) if c not in same and c != without] + extra
+    by = ", ".join(f"{_sort_key(plan, c)} ASC NULLS FIRST" for c in order)
     sql = (f"SELECT {', '.join(Q(c) for c in cols)} FROM (SELECT *{''.join(', ' + k for k in keyed)} "
-           f"FROM ({placed}) WHERE {present}) ORDER BY {order_sql(plan)}")  # fmt: skip
+           f"FROM ({rows}) WHERE {present}) ORDER BY {by}")  # fmt: skip
     return sql, same
 
 

@@ -1,0 +1,83 @@
+"""The embedded engine's kernel input where events are copied into sliding
+windows (`compiler.kernel_input`): the events sorted once and placed in
+window order by their places (`in_windows`) give the same table — rows,
+order, types — as every (event, window) copy sorted by DuckDB
+(`kernel_input_sql`, the spelling blocks and tumbling windows still use),
+on generated events in any order: negative and repeated times, keys that
+are null, NaN, -0.0 beside 0.0, slides that do not divide the window, and
+the warm-up's first few events."""
+
+from __future__ import annotations
+
+import math
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from budget import budget
+from engines import plan
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cetql.backends.embedded import compiler
+from cetql.base.options import Engine, Sharing
+
+QUERIES = [
+    "PATTERN E+ e[] WHERE e[i].x <= e[i-1].x WITHIN {w} SLIDE {s}",
+    "PATTERN E+ e[] WHERE [k] AND e[i].x = e[i-1].x WITHIN {w} SLIDE {s}",
+    "PATTERN E+ e[] WHERE [y, k] WITHIN {w} SLIDE {s}",
+    "RETURN k, COUNT(*) PATTERN E+ e[] WHERE [k] AND e.x < NEXT(e).x GROUP-BY k WITHIN {w} SLIDE {s}",
+    "RETURN y, COUNT(*), SUM(e.x) PATTERN E+ e[] WHERE [y] AND e.x > 0 GROUP-BY y WITHIN {w} SLIDE {s}",
+]
+WINDOWS = [(4, 2), (6, 3), (7, 3), (9, 2), (5, 4), (10, 1)]  # copies (--sharing copy past 2 windows an event)
+
+
+@st.composite
+def events(draw):
+    n = draw(st.integers(0, 30))
+    ids = draw(st.permutations(range(n)))
+    row = st.fixed_dictionaries({
+        "ts": st.integers(-20, 20),
+        "x": st.none() | st.integers(0, 3),
+        "k": st.sampled_from(["u", "v", None]),
+        "y": st.sampled_from([None, math.nan, -0.0, 0.0, 1.5, math.inf]),
+    })  # fmt: skip
+    return [dict(draw(row), id=i) for i in ids]
+
+
+def _tables(tmp_path, text: str, rows: list[dict], events: int | None):
+    data = tmp_path / "events.parquet"
+    schema = pa.schema([("ts", pa.int64()), ("id", pa.int64()), ("x", pa.int64()), ("k", pa.string()),
+                        ("y", pa.float64())])  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), data)
+    p = plan(text, str(data), {}, Engine.EMBEDDED, id_col="id", max_trends=0, sharing=Sharing.COPY).plan
+    assert p.windows.sharing is not None and not p.windows.block, p.windows
+    con = compiler.connect()
+    try:
+        compiler.scan(con, p)
+        got = compiler.kernel_input(con, p, events)
+        sql, same = compiler.kernel_input_sql(p, events)
+        copies = con.sql(sql).to_arrow_table()
+        order = compiler.plan_columns(p)
+        return got, pa.table([copies.column(same.get(c, c)) for c in order], names=order)
+    finally:
+        compiler.close(con)
+
+
+@settings(max_examples=budget(40), deadline=None, suppress_health_check=list(HealthCheck))
+@given(events(), st.sampled_from(QUERIES), st.sampled_from(WINDOWS), st.sampled_from([None, None, 3]))
+def test_events_placed_in_windows_equal_the_copies_sorted(tmp_path_factory, rows, query, window, first):
+    got, copies = _tables(tmp_path_factory.mktemp("ki"), query.format(w=window[0], s=window[1]), rows, first)
+    assert got.schema == copies.schema
+    assert _exact(got) == _exact(copies)
+
+
+def _exact(table: pa.Table) -> dict[str, list[str]]:
+    """Each column's values as their reprs: NaN equal to NaN, -0.0 apart from 0.0."""
+    return {name: [repr(v) for v in column.to_pylist()] for name, column in zip(table.column_names, table.columns)}
+
+
+@pytest.mark.parametrize("window", [(4, 2), (7, 3)])
+def test_no_event_no_row(tmp_path, window):
+    got, copies = _tables(tmp_path, QUERIES[0].format(w=window[0], s=window[1]), [], None)
+    assert got.num_rows == copies.num_rows == 0 and got.schema == copies.schema
