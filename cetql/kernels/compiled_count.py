@@ -93,12 +93,22 @@ def aggregate_counts(spec: K.AggregateSpec, table: pa.Table, lo: np.ndarray, hi:
     return _exact_counts(lo, hi, t, at, at_ok, probe, probe_ok, code)
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """`a` as a read-only view: numba compiles a loop once per argument
+    types, and an array's writability is one of them (Arrow's arrays are
+    read-only, a copy writable); one kind, so the loops a serve's warm-up
+    loaded are the ones its runs call."""
+    view = a.view()
+    view.setflags(write=False)
+    return view
+
+
 def _exact_counts(lo, hi, t, at, at_ok, probe, probe_ok, code) -> list:
     """Exact counts: int64 where it may hold, limbs where it overflowed or
     is likely to (`WIDE_FROM`), None past the limbs (`jit_wide.limbs_for`)."""
     from cetql.kernels import jit, jit_wide  # start-up cost: numba's import, only where a compiled loop runs
 
-    args = (t, at, at_ok, probe, probe_ok, code)
+    args = (*map(_read_only, (t, at, at_ok, probe, probe_ok)), code)
     long = hi - lo > WIDE_FROM
     short = np.flatnonzero(~long)
     totals, over = jit.kleene_counts(lo[short], hi[short], *args, np.int64(0), np.int64(1), np.int64(O.LIMIT))

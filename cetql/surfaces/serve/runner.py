@@ -214,9 +214,11 @@ def warm_up() -> None:
     table = pa.table({"ts": pa.array(range(n), pa.int64()), "id": pa.array(range(n), pa.int64()),
                       "src": pa.array([f"a{i % 50}" for i in range(n)]), "dst": pa.array([f"a{i % 47}" for i in range(n)]),
                       "price": pa.array([i * 7919 % 101 for i in range(n)], pa.int64())})  # fmt: skip
+    # detection by the compiled walk; COUNT(*) in int64 (short groups) and in limbs (past `WIDE_FROM` events)
     queries = [("PATTERN E+ e[] WHERE e[i].src = e[i-1].dst WITHIN 100 SLIDE 50", {"id_col": "id", "max_trends": 0}),
                ("RETURN src, COUNT(*) PATTERN E S+ WHERE [src] AND S.price < NEXT(S).price GROUP-BY src WITHIN 1000 "
-                "SLIDE 500", {"exact": "string"})]  # fmt: skip
+                "SLIDE 500", {"exact": "string"}),
+               ("RETURN COUNT(*) PATTERN E S+ WHERE S.price < NEXT(S).price WITHIN 1000 SLIDE 500", {"exact": "string"})]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="cetql-warm-") as tmp:
         path = Path(tmp) / "events.parquet"
         pq.write_table(table, path)
