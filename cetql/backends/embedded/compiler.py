@@ -15,6 +15,7 @@ what it runs is what `capabilities` declares.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import weakref
@@ -32,6 +33,7 @@ from cetql.backends.inputs.stamps import check_unchanged
 from cetql.backends.sql import windows as W
 from cetql.backends.sql.dialects import DUCKDB
 from cetql.backends.sql.expressions import condition, to_sql
+from cetql.base.processes import alive, start_time
 from cetql.kernels import process, select
 from cetql.planner.logical import plan as L
 from cetql.planner.physical.kernel import kernel_spec
@@ -64,8 +66,12 @@ def connect() -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the session settings every run uses: UTC
     (no machine zone in any value), every core, and what it spills to disk
     in a folder of its own under the system's temporary folder, removed with
-    the connection (DuckDB's default is `.tmp` in the working folder)."""
-    spill = tempfile.mkdtemp(prefix="cetql-duckdb-")
+    the connection (DuckDB's default is `.tmp` in the working folder); its
+    name says which process owns it, and the folders of this user's
+    processes that were killed (no exit handler ran) are removed first."""
+    sweep_spills()
+    pid = os.getpid()
+    spill = tempfile.mkdtemp(prefix=f"{SPILL}{pid}-{start_time(pid)}-")
     con = duckdb.connect(config={"threads": max(1, os.cpu_count() or 1), "temp_directory": spill})
     _SPILLS[con] = weakref.finalize(con, shutil.rmtree, spill, True)
     con.execute("SET TimeZone = 'UTC'").fetchall()
@@ -73,6 +79,33 @@ def connect() -> duckdb.DuckDBPyConnection:
 
 
 _SPILLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a connection: the removal of its spill folder
+SPILL = "cetql-duckdb-"  # a spill folder's name: this, its owner's pid and start time, a random part
+_OWNED = re.compile(rf"^{SPILL}(?P<pid>\d+)-(?P<start>\d+)-[^/]+$")
+
+
+def sweep_spills(folder: str | None = None) -> list[str]:
+    """Remove the spill folders (in `folder`, default the temporary folder)
+    of this user's cetql processes that are gone — a process killed (the
+    kernel's out-of-memory killer, SIGKILL) leaves its spill, which may be
+    large, behind; the names removed.  Another user's folder, a link, or a
+    folder whose process still runs is left alone."""
+    folder = folder or tempfile.gettempdir()
+    removed = []
+    try:
+        entries = [e for e in os.scandir(folder) if e.name.startswith(SPILL)]
+    except OSError:
+        return removed
+    for e in entries:
+        m = _OWNED.match(e.name)
+        try:
+            mine = e.is_dir(follow_symlinks=False) and e.stat(follow_symlinks=False).st_uid == os.getuid()
+        except OSError:
+            continue
+        if m is None or not mine or alive(int(m["pid"]), int(m["start"])):
+            continue
+        shutil.rmtree(e.path, ignore_errors=True)
+        removed.append(e.name)
+    return removed
 
 
 def close(con: duckdb.DuckDBPyConnection | None) -> None:
