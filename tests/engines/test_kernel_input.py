@@ -5,7 +5,9 @@ order, types — as every (event, window) copy sorted by DuckDB
 (`kernel_input_sql`, the spelling blocks and tumbling windows still use),
 on generated events in any order: negative and repeated times, keys that
 are null, NaN, -0.0 beside 0.0, slides that do not divide the window, and
-the warm-up's first few events."""
+the warm-up's first few events, rows taken in several pieces.  And ids
+from input order (no `--id-col`) are the rows' places as read, also where
+an input has its own column `rowid`."""
 
 from __future__ import annotations
 
@@ -65,9 +67,14 @@ def _tables(tmp_path, text: str, rows: list[dict], events: int | None):
 
 
 @settings(max_examples=budget(40), deadline=None, suppress_health_check=list(HealthCheck))
-@given(events(), st.sampled_from(QUERIES), st.sampled_from(WINDOWS), st.sampled_from([None, None, 3]))
-def test_events_placed_in_windows_equal_the_copies_sorted(tmp_path_factory, rows, query, window, first):
-    got, copies = _tables(tmp_path_factory.mktemp("ki"), query.format(w=window[0], s=window[1]), rows, first)
+@given(events(), st.sampled_from(QUERIES), st.sampled_from(WINDOWS), st.sampled_from([None, None, 3]),
+       st.sampled_from([compiler.TAKE_ROWS, 1, 7]))  # fmt: skip
+def test_events_placed_in_windows_equal_the_copies_sorted(tmp_path_factory, rows, query, window, first, take):
+    was, compiler.TAKE_ROWS = compiler.TAKE_ROWS, take  # rows taken at once: several takes too
+    try:
+        got, copies = _tables(tmp_path_factory.mktemp("ki"), query.format(w=window[0], s=window[1]), rows, first)
+    finally:
+        compiler.TAKE_ROWS = was
     assert got.schema == copies.schema
     assert _exact(got) == _exact(copies)
 
@@ -81,3 +88,20 @@ def _exact(table: pa.Table) -> dict[str, list[str]]:
 def test_no_event_no_row(tmp_path, window):
     got, copies = _tables(tmp_path, QUERIES[0].format(w=window[0], s=window[1]), [], None)
     assert got.num_rows == copies.num_rows == 0 and got.schema == copies.schema
+
+
+@pytest.mark.parametrize("name", ["x", "rowid", "RowId"])
+def test_ids_from_input_order_are_the_places_read(tmp_path, name):
+    n = 50
+    pq.write_table(pa.table({"ts": pa.array([(i * 7) % 11 for i in range(n)], pa.int64()),
+                             name: pa.array([f"v{i % 3}" for i in range(n)])}), tmp_path / "a.parquet")  # fmt: skip
+    pq.write_table(pa.table({"ts": pa.array(range(n), pa.int64()), name: pa.array(["w"] * n)}), tmp_path / "b.parquet")
+    text = f"RETURN COUNT(*) PATTERN E+ e[] WHERE e.{name} = NEXT(e).{name} WITHIN 10 SLIDE 5"
+    p = plan(text, str(tmp_path), {}, Engine.EMBEDDED).plan
+    con = compiler.connect()
+    try:
+        compiler.scan(con, p)
+        ids = con.sql(f'SELECT "{p.names.id}" FROM {compiler.EVENTS}').to_arrow_table().column(0)
+    finally:
+        compiler.close(con)
+    assert ids.type == pa.int64() and sorted(ids.to_pylist()) == list(range(2 * n))

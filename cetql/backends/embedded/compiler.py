@@ -174,17 +174,26 @@ def scan(con: duckdb.DuckDBPyConnection, plan: PhysicalPlan) -> int:
     union = " UNION ALL BY NAME ".join(f"SELECT * FROM ({p})" for p in parts)
     for si in plan.scan.inputs:  # the files as planned: before they are read, and after (a change while read)
         check_unchanged(si.stamps, si.label)
-    if plan.scan.id_col is None:
+    by_place = plan.scan.id_col is None and not _names_rowid(plan)
+    if by_place:
         # ids from input order (only aggregation, where none is shown): the rows' places in the table as read (a
         # table keeps the order it was made in; row_number() over the whole read ran on one thread, a third of
         # reading a CSV), kept by rows --drop-invalid leaves
         con.execute(f"CREATE TABLE {READ} AS {union}").fetchall()
         con.execute(f"CREATE VIEW {EVENTS} AS SELECT * REPLACE (rowid AS {Q(plan.names.id)}) FROM {READ}").fetchall()
     else:
+        if plan.scan.id_col is None:  # an input's own column `rowid` hides the row ids: numbered as read
+            union = f"SELECT * REPLACE (CAST(row_number() OVER () - 1 AS BIGINT) AS {Q(plan.names.id)}) FROM ({union})"
         con.execute(f"CREATE TABLE {EVENTS} AS {union}").fetchall()
     for si in plan.scan.inputs:
         check_unchanged(si.stamps, si.label)
-    return checks.check_rows(con, plan, EVENTS if plan.scan.id_col else READ, sources)
+    return checks.check_rows(con, plan, READ if by_place else EVENTS, sources)
+
+
+def _names_rowid(plan: PhysicalPlan) -> bool:
+    """Does an input have a column named `rowid` (DuckDB's names ignore case)?"""
+    return any(c.name.lower() == "rowid" for f in plan.logical.find(L.Scan).inputs.each
+               for c in (f.source.columns if f.source is not None else ()))  # fmt: skip
 
 
 # ---------------------------------------------------------------- Filter, Windows, Partition, sort
@@ -250,8 +259,14 @@ def in_windows(table: pa.Table, window: str) -> pa.Table:
     began = np.cumsum(copies) - copies  # event i's first row among the copies
     k = last[event] - (np.arange(len(event), dtype=np.int64) - began[event])
     order = np.argsort(k, kind="stable")
-    rows = table.drop_columns([FIRST, LAST]).take(pa.array(event[order]))
-    return rows.append_column(window, pa.array(k[order]))
+    rest, taken = table.drop_columns([FIRST, LAST]), event[order]
+    # taken in pieces: one take makes each column one array, which fails past 2 GiB of text
+    rows = pa.concat_tables([rest.take(pa.array(taken[a : a + TAKE_ROWS])) for a in range(0, len(taken), TAKE_ROWS)]) \
+        if len(taken) else rest.slice(0, 0)  # fmt: skip
+    return rows.append_column(window, pa.chunked_array([k[order]], type=pa.int64()))
+
+
+TAKE_ROWS = 1 << 20  # rows of the kernel input taken at once (`in_windows`)
 
 
 def _kept_sql(plan: PhysicalPlan, events: int | None) -> str:
