@@ -81,3 +81,24 @@ def test_the_first_failure_in_part_order_is_raised(tmp_path, failing):
     if failing[-1] > 0:  # the first part was not stopped by the later one's failure
         assert ran.count(0) == 3
     assert not (tmp_path / "out").exists()
+
+
+def test_a_run_written_in_slices_reads_as_one_written_whole(tmp_path, monkeypatch):
+    """The CLI's embedded run: its kernels cut in slices (one file each) or
+    not, the same rows in the same order, the same types."""
+    from cetql.backends.embedded import slices
+    from cetql.surfaces.cli.main import main
+
+    n = 3000
+    pq.write_table(pa.table({"ts": pa.array([i // 3 for i in range(n)], pa.int64()), "id": pa.array(range(n), pa.int64()),
+                             "x": pa.array([i * 7 % 5 for i in range(n)], pa.int64())}), tmp_path / "e.parquet")  # fmt: skip
+    query = tmp_path / "q.cet"
+    query.write_text("PATTERN E+ e[] WHERE e[i].x = e[i-1].x WITHIN 8 SLIDE 4")
+    got = {}
+    for name, split in (("whole", 10**9), ("slices", 1)):
+        monkeypatch.setattr(slices, "SPLIT_FROM", split)
+        assert main(["run", str(query), "--input", str(tmp_path / "e.parquet"), "--id-col", "id", "--no-serve",
+                     "--max-trends", "0", "--output", str(tmp_path / name)]) in (0, None)  # fmt: skip
+        got[name] = (pq.read_table(tmp_path / name), len(data_files(tmp_path / name)))
+    assert got["whole"][1] == 1 and got["slices"][1] > 1
+    assert got["slices"][0].equals(got["whole"][0]) and got["whole"][0].num_rows > 0

@@ -158,7 +158,8 @@ def _write_parts(schema, parts, folder: Path, job: uuid.UUID) -> int:
     failure stops the parts after it (those before it run to their end, so
     the error raised is the first in part order, as one reader of the parts
     in turn would meet it); Ctrl-C stops them all; either way every thread
-    has ended before this returns or raises."""
+    has ended before this returns or raises (a part stops before its next
+    batch is written: the one its kernel computes meanwhile is waited for)."""
     import threading
 
     stop = [len(parts)]  # the parts from this index on stop before their next batch
@@ -180,7 +181,8 @@ def _write_parts(schema, parts, folder: Path, job: uuid.UUID) -> int:
         for t in threads:
             t.join()
     except BaseException:
-        stop[0] = 0
+        with lock:
+            stop[0] = 0
         for t in threads:
             t.join()
         raise
