@@ -472,3 +472,18 @@ def test_the_command_ends_as_python_would(tmp_path):
     assert done.stdout == "x" * 100000 + "thread\nhandler\n"
     assert subprocess.run([sys.executable, "-c", code.replace("end(3)", "end(None)")], capture_output=True,
                           timeout=60).returncode == 0  # fmt: skip
+
+
+@pytest.mark.parametrize(("error", "numeric"), [
+    (pa.ArrowInvalid("overflow"), True),
+    (pa.ArrowInvalid("Integer value 9223372036854775807 not in range: out of range"), True),
+    (pa.ArrowInvalid("Take operation overflowed binary array capacity"), False),
+    (pa.ArrowInvalid("offset overflow while concatenating arrays"), False),
+    (ValueError("overflow"), False),
+])  # fmt: skip
+def test_only_a_number_past_its_type_is_said_as_an_overflow(error, numeric):
+    """An array past Arrow's offsets is the run's failure in Arrow's words,
+    not a number past 64 bits."""
+    from cetql.backends.embedded.output import overflow
+
+    assert overflow(error) == numeric

@@ -26,9 +26,13 @@ class ArithmeticOverflow(CetqlError):
 
 
 def overflow(e: BaseException) -> bool:
-    """An error of DuckDB or Arrow that says a number went past its type."""
+    """An error of DuckDB or Arrow that says a number went past its type
+    (not an array past what Arrow's offsets hold — "overflowed binary array
+    capacity", "offset overflow" —: said as the run's failure, in Arrow's
+    words)."""
     text = str(e).lower()
-    return isinstance(e, (pa.ArrowInvalid, duckdb.OutOfRangeException)) and ("overflow" in text or "out of range" in text)
+    number = "overflow" in text or "out of range" in text
+    return isinstance(e, (pa.ArrowInvalid, duckdb.OutOfRangeException)) and number and not ("capacity" in text or "offset" in text)
 
 
 def output(plan: PhysicalPlan, kernel_schema: pa.Schema):
