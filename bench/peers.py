@@ -30,7 +30,10 @@ Cases (`--cases`, default D1,A1):
 - A10: A1's query and data at WITHIN 10,000 SLIDE 5,000 on 100k events.
 
 Times are whole-process wall seconds, medians of `--repeats` runs, all
-taking turns: cetql cold (`cetql run … --output DIR --format parquet
+taking turns, each timed run after an untimed run of the same command (as
+hyperfine's `--warmup`: the file cache then holds what that program loads,
+whichever ran before it; a run right after the peers' JVMs took 0.3 s
+longer, 2.0 against 1.7 s, the shared libraries read again): cetql cold (`cetql run … --output DIR --format parquet
 --no-serve`, which the plan runs in process: Python, planning, reading,
 the kernels, writing), cetql warm (the same command while a `cetql serve`
 runs on this machine: the command hands it to the serve's warm process;
@@ -276,12 +279,14 @@ def measure(case: dict, repeats: int, env: dict, tmp: Path, load: list, serve_pi
         steps = [*OURS, "peer"]
         for step in steps[i % len(steps) :] + steps[: i % len(steps)]:
             if step != "peer":
+                ours(step)  # untimed: the file cache then holds what this command loads (as hyperfine's --warmup)
                 secs, cpu = ours(step)
                 times[step].append(secs)
                 cpus[step].append(cpu)
                 load.append(os.getloadavg()[0])
                 continue
             for jvm, command in commands.items():
+                timed(command, cwd=tmp)  # untimed, as each of cetql's runs
                 secs, cpu, said, _ = timed(command, cwd=tmp)
                 cpus[jvm].append(cpu)
                 total = peer_total(case["peer_name"], said)
@@ -342,7 +347,8 @@ def write_section(a, results, up: float, load: list, threads: str, small: dict[s
         f"Run {dt.date.today()} on {platform.node()}: {os.cpu_count()} cores; load average (1 min) during the run "
         f"{min(load):.1f}-{max(load):.1f}. Script: `python bench/peers.py --repeats {a.repeats} --cases {a.cases}` (its "
         f"docstring says how the peers are built and driven). Whole-process wall seconds, medians of {a.repeats} runs "
-        "taking turns; every run's output checked equal to the peer's (the number of CETs; for COUNT(*), the exact sum "
+        "taking turns, each after an untimed run of the same command (the file cache then holds what it loads); "
+        "every run's output checked equal to the peer's (the number of CETs; for COUNT(*), the exact sum "
         "of every (window, id) count, also checked against bench/aggregate.py's independent counts). cetql cold: `cetql "
         "run … --output DIR --format parquet --no-serve`, every CET written, which runs on the embedded engine (no "
         "Spark: the planner's choice for local files), from Parquet and (`csv`) from the same rows as CSV; warm: the "
