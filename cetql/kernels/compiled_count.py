@@ -84,6 +84,7 @@ def aggregate_counts(spec: K.AggregateSpec, table: pa.Table, lo: np.ndarray, hi:
         probe = at = np.zeros(n, dtype=np.int64)
         probe_ok = at_ok = np.zeros(n, dtype=bool)
         code = O.NONE
+    t, at, at_ok, probe, probe_ok = map(_read_only, (t, at, at_ok, probe, probe_ok))
     from cetql.kernels import jit  # start-up cost: numba's import, only where a compiled loop runs
 
     if spec.approx:
@@ -96,8 +97,9 @@ def aggregate_counts(spec: K.AggregateSpec, table: pa.Table, lo: np.ndarray, hi:
 def _read_only(a: np.ndarray) -> np.ndarray:
     """`a` as a read-only view: numba compiles a loop once per argument
     types, and an array's writability is one of them (Arrow's arrays are
-    read-only, a copy writable); one kind, so the loops a serve's warm-up
-    loaded are the ones its runs call."""
+    read-only, a copy writable); one kind for every loop the counts call
+    (int64, doubles, limbs), so the loops a serve's warm-up loaded are the
+    ones its runs call."""
     view = a.view()
     view.setflags(write=False)
     return view
@@ -108,7 +110,7 @@ def _exact_counts(lo, hi, t, at, at_ok, probe, probe_ok, code) -> list:
     is likely to (`WIDE_FROM`), None past the limbs (`jit_wide.limbs_for`)."""
     from cetql.kernels import jit, jit_wide  # start-up cost: numba's import, only where a compiled loop runs
 
-    args = (*map(_read_only, (t, at, at_ok, probe, probe_ok)), code)
+    args = (t, at, at_ok, probe, probe_ok, code)
     long = hi - lo > WIDE_FROM
     short = np.flatnonzero(~long)
     totals, over = jit.kleene_counts(lo[short], hi[short], *args, np.int64(0), np.int64(1), np.int64(O.LIMIT))
