@@ -27,7 +27,7 @@ def every_value_read(values: list[str]) -> str:
         return "bigint" if ints == nums else "double"
     found = [v for v in vals if times.is_time(v)]
     if len(found) * 2 > n:
-        return "timestamp_ns" if any(times.below_micros(v) for v in found) else "timestamp"
+        return "timestamp_ns" if any(times.iso_parts(v)[1] % 1000 != 0 for v in found) else "timestamp"  # below micros
     if all(v.lower() in casts.BOOLEANS for v in vals):
         return "boolean"
     return "string"

@@ -68,11 +68,5 @@ def is_time(value: str) -> bool:
     return iso_parts(value) is not None
 
 
-def below_micros(value: str) -> bool:
-    """An ISO time with a digit below the microsecond (`.123456789`)."""
-    parts = iso_parts(value)
-    return parts is not None and parts[1] % 1000 != 0
-
-
 def is_utc(zone: str) -> bool:
     return zone in UTC_NAMES
