@@ -243,6 +243,21 @@ def _state(folder: Path, **fields) -> Path:
     return path
 
 
+@pytest.mark.parametrize("flags", [[], ["--master", "local[1]"], ["--remote", "sc://127.0.0.1:1"]],
+                         ids=["no serve running", "--master", "--remote"])  # fmt: skip
+def test_a_serve_child_gives_back_a_run_that_would_start_its_own_spark(tmp_path, monkeypatch, capsys, flags):
+    """In a serve's warm process, a plan for Spark runs there only on the
+    serve's own Connect server; one that would start a Spark of its own
+    (no serve found, `--master`) or reach another server (`--remote`) comes
+    back to the client undone, having started nothing (no JVM: this test
+    is not marked spark) and said nothing."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # no serve here
+    argv = ["run", str(KITING), "--input", str(CHECKS), "--id-col", "id", "--engine", "spark", *flags]
+    assert main(argv, only_in_process=True) == serve_state.NOT_HERE
+    said = capsys.readouterr()
+    assert said.out == "" and said.err == ""
+
+
 def test_only_a_live_server_of_this_python_and_cetql_is_used(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     folder = serve_state.state_dir()
@@ -299,10 +314,14 @@ def test_run_uses_a_running_serve(spark, capsys, tmp_path):
         local = _rows(capsys.readouterr().out)
         work = tmp_path / "work"
         work.mkdir()
-        remote = _run(args[1:], env, work)
+        remote = _run(args[1:], {**env, "PYTHONPROFILEIMPORTTIME": "1"}, work)  # the client's imports, listed
         url = f"sc://127.0.0.1:{port}"
         assert f"using cetql serve at {url}; --no-serve to start a local Spark" in remote.stderr
         assert _rows(remote.stdout) == local and len(local) > 100
+        # a plan for the serve's Connect server runs in the serve's warm process: this client loaded no pyspark
+        # (nor the compiler); the child, forked from the warm process, imports nothing it lists
+        imported = [line for line in remote.stderr.splitlines() if line.startswith("import time:")]
+        assert imported and not [line for line in imported if "pyspark" in line or "cetql.planner" in line]
         # the next run takes the same server session, and with it the Python workers the first started
         slot = tmp_path / "cetql" / "sessions" / "slot-0"
         held, daemons = slot.read_text(), _daemons(server.pid)

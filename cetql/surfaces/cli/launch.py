@@ -12,13 +12,14 @@ loops loaded; for each run it forks a child that takes this process's
 standard input, output and error (passed over a Unix socket), its working
 folder and the part of its environment a run reads (`state.HANDED_ENV`),
 and runs the command as `cetql.cli.main` would — only if the plan runs in
-process (`--engine`, `physical.engine`): a plan for Spark comes back undone (`NOT_HERE`) and runs here as usual (on the
-serve's Spark Connect server, unless --no-serve).  Ctrl-C and SIGTERM here
+process (`--engine`, `physical.engine`) or on the serve's own Spark Connect server (pyspark's
+Connect client is loaded there too); a plan that would start a Spark of its own (`--master`, `--remote`) comes back
+undone (`NOT_HERE`) and runs here as usual.  Ctrl-C and SIGTERM here
 are passed on to the child; if this process dies, the child is stopped.
 
 Where a run runs is the planner's decision alone: a run that asks for Spark
-(`--engine spark`, `--master`, …) is handed over like any other and comes
-back undone.  Not handed over: other commands, `--no-serve`, `--stream`,
+(`--engine spark`, `--master`, …) is handed over like any other, and runs
+on the serve's server or comes back undone.  Not handed over: other commands, `--no-serve`, `--stream`,
 `--help`, a run under `SPARK_REMOTE` (the variable, which may carry a
 token, is not handed to the serve), a query read from standard input (`-`:
 a plan for Spark would come back with the query read).  Standard library and the serve's state (`serve.state`) only: this module

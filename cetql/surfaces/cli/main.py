@@ -140,7 +140,8 @@ def _quiet_python_logging(verbose: bool) -> None:
 
 
 def main(argv: list[str] | None = None, *, only_in_process: bool = False) -> int:
-    """The command; `only_in_process`: a run whose plan is Spark's returns
+    """The command; `only_in_process` (a serve's child): a run whose plan is
+    Spark's and would not run on the found serve's Connect server returns
     `serve.state.NOT_HERE` at once, having said and written nothing (`surfaces.serve.runner`)."""
     try:
         args = parse(build_parser(), sys.argv[1:] if argv is None else list(argv))

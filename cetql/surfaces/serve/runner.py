@@ -8,8 +8,9 @@ another user's is refused, with one line on the serve's stderr): the
 client's standard input, output and error (file descriptors, SCM_RIGHTS),
 then its arguments, working folder and environment (of it, the child
 takes `state.HANDED_ENV` alone) as JSON.  The child takes all of them, runs the command as
-the CLI's main (only a plan that runs in process: else it exits with
-`state.NOT_HERE`, having said and written nothing) and its exit status
+the CLI's main (a plan that runs in process, or on this serve's own Connect
+server: else it exits with `state.NOT_HERE`, having said and written
+nothing) and its exit status
 goes back as one JSON line (saying so when the serve's own stop ended
 it: the client says that, not a bare 143).  A byte from the client while it runs is a
 signal for the child ("I": SIGINT, "T": SIGTERM); a client that goes away
@@ -210,6 +211,8 @@ def warm_up() -> None:
     from cetql.base.options import Engine, RunOptions, Sink  # start-up cost paid here on purpose: the warm-up
     from cetql.surfaces.api.query import compile  # start-up cost paid here on purpose: the warm-up
 
+    _connect_client()
+
     n = 8192
     table = pa.table({"ts": pa.array(range(n), pa.int64()), "id": pa.array(range(n), pa.int64()),
                       "src": pa.array([f"a{i % 50}" for i in range(n)]), "dst": pa.array([f"a{i % 47}" for i in range(n)]),
@@ -228,6 +231,16 @@ def warm_up() -> None:
             plan = compile(text, {}, options=opts, inputs=inputs).plan
             for _ in run(plan).batches:
                 pass
+
+
+def _connect_client() -> None:
+    """Load what a run on the serve's Connect server needs (pyspark's Connect
+    client, cetql's Spark compiler): a child runs such a plan itself.  No
+    channel is opened here: each child opens its own (gRPC's channels do not
+    survive a fork)."""
+    import pyspark.sql.connect.session  # noqa: F401 - start-up cost paid here on purpose: the warm-up
+
+    import cetql.surfaces.cli.on_spark  # noqa: F401 - start-up cost paid here on purpose: the warm-up
 
 
 __all__ = ["NOT_HERE", "Runner", "warm_up"]

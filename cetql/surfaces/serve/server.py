@@ -17,9 +17,9 @@ this user on this machine, with the same Python and cetql, finds it there
 (`running()`) and sends its query to it instead of starting a Spark of its
 own.  A file whose server is gone, or does not answer, is ignored; so is one
 of another user's, or in a folder others may write to (docs/security.md).
-Runs whose plan runs in process (`--engine`) are handed whole to this
-process's warm runner (`cetql.runner`, `cetql.launch`) before the
-client imports the compiler.
+Runs are handed whole to this process's warm runner (`surfaces.serve.runner`,
+`surfaces.cli.launch`) before the client imports the compiler: a plan that
+runs in process, or on this server, runs there.
 """
 
 from __future__ import annotations

@@ -352,8 +352,10 @@ def connect_runner(path: Path) -> socket.socket | None:
 # child gets (docs/security.md): what a run in process reads — where it
 # keeps files (HOME, TMPDIR, XDG_*), how it prints (TZ, the locale, the
 # terminal's size and colour wishes), cetql's own settings — and nothing
-# else: no secrets, no Spark settings (a plan for Spark is not run there:
-# it comes back undone and runs in the client, with its whole environment).
+# else: no secrets, no Spark settings (a plan for Spark runs there only on
+# the serve's own Connect server, whose settings are the serve's; one that
+# would start a Spark of its own comes back undone and runs in the client,
+# with its whole environment).
 HANDED_ENV = ("PATH", "HOME", "TMPDIR", "TZ", "LANG", "LANGUAGE", "TERM", "COLUMNS", "LINES", "NO_COLOR",
               "XDG_CACHE_HOME", "XDG_RUNTIME_DIR")  # fmt: skip
 HANDED_ENV_PREFIXES = ("CETQL_", "LC_")
