@@ -30,6 +30,8 @@ from cetql.backends.spark.connect import with_token
 from cetql.base.errors import UsageError
 from cetql.base.options import Engine, RunOptions
 from cetql.surfaces.cli.flags import known_inputs
+from cetql.surfaces.cli import on_spark
+from cetql.surfaces.cli import run as run_cli
 from cetql.surfaces.cli.main import main
 from cetql.surfaces.serve import state as serve_state
 
@@ -256,6 +258,27 @@ def test_a_serve_child_gives_back_a_run_that_would_start_its_own_spark(tmp_path,
     assert main(argv, only_in_process=True) == serve_state.NOT_HERE
     said = capsys.readouterr()
     assert said.out == "" and said.err == ""
+
+
+def test_a_serve_child_runs_on_the_serve_it_found_or_nowhere(tmp_path, monkeypatch, capsys):
+    """The serve a child found is the one it runs on: asked again later (the
+    serve stopping, another starting), the answer changes nothing — the
+    child never opens a Spark of its own."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    answers = iter(["sc://127.0.0.1:1"])
+    monkeypatch.setattr(run_cli, "discovered", lambda master, remote: next(answers, None))
+    monkeypatch.setattr(serve_state, "discovered", lambda master, remote: next(answers, None))
+    opened = []
+
+    def get_spark(master=None, *, remote=None, **_):
+        opened.append((master, remote))
+        raise UsageError("no Spark in this test")
+
+    monkeypatch.setattr(on_spark, "get_spark", get_spark)
+    argv = ["run", str(KITING), "--input", str(CHECKS), "--id-col", "id", "--engine", "spark"]
+    assert main(argv, only_in_process=True) == 2
+    assert [m for m, _ in opened] == [None] and all(r.startswith("sc://127.0.0.1:1") for _, r in opened), opened
+    assert "using cetql serve at sc://127.0.0.1:1" in capsys.readouterr().err
 
 
 def test_only_a_live_server_of_this_python_and_cetql_is_used(tmp_path, monkeypatch):

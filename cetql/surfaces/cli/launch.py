@@ -115,7 +115,7 @@ def _special(path: str) -> bool:
 
 def handed_over(argv: list[str]) -> int | None:
     """The exit status of the run as the serve's child ran it, or None when
-    it did not (no serve, it refused, or the plan runs on Spark)."""
+    it did not (no serve, it refused, or the plan runs on a Spark of this process's own)."""
     path = runner_socket()
     conn = connect_runner(path) if path is not None else None
     if conn is None:

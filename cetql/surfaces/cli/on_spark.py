@@ -1,7 +1,7 @@
 """`cetql run` on Spark: a found `cetql serve`'s session (a kept slot), or
 one of its own; `--stream`.  Loaded only when the plan runs on Spark
 (`run.cmd_run` imports it then: pyspark's start-up cost is not the
-embedded engine's)."""
+embedded engine's; a serve's warm-up loads it, for the runs it takes)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,10 @@ from cetql.surfaces.render import print_result, sort_columns
 from cetql.surfaces.serve import state as serve_state
 
 
-def run_on_spark(compiled, given, options, args, target, fmt: OutputFormat | None, show) -> int:
-    spark, slot = _session(args, options, compiled.plan.engine.long_run)
+def run_on_spark(compiled, given, options, args, target, fmt: OutputFormat | None, show,
+                 served: str | None = None) -> int:  # fmt: skip
+    """`served`: the serve's server a serve's child runs it on (found by `run`), none other."""
+    spark, slot = _session(args, options, compiled.plan.engine.long_run, served)
     try:
         _run_on_spark(spark, compiled, given, options, args, target, fmt, show)
     finally:
@@ -38,10 +40,10 @@ def run_on_spark(compiled, given, options, args, target, fmt: OutputFormat | Non
     return 0
 
 
-def _session(args, options, long_run: bool = False):
+def _session(args, options, long_run: bool = False, served: str | None = None):
     """(the Spark session a run uses, the serve's session slot it holds or None):
-    a found `cetql serve`'s, else one of its own."""
-    found = None if args.no_serve else serve_state.discovered(args.master, args.remote)
+    `served` (a serve's child: its server), else a found `cetql serve`'s, else one of its own."""
+    found = served or (None if args.no_serve else serve_state.discovered(args.master, args.remote))
     slot = None
     if found:
         print(f"using cetql serve at {found}; --no-serve to start a local Spark", file=sys.stderr)

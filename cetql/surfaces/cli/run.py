@@ -55,20 +55,26 @@ def cmd_run(args) -> int:
     show = _show_attrs(args.show, inputs)
     if compiled.plan.engine.engine == Engine.EMBEDDED:
         return run_embedded(compiled.plan, target, fmt, args, show)
-    if args.only_in_process and not _on_the_serve(args):
-        return NOT_HERE
+    served = None
+    if args.only_in_process:
+        served = _served(args)
+        if served is None:
+            return NOT_HERE
     from cetql.surfaces.cli.on_spark import run_on_spark  # start-up cost: pyspark, only for a plan Spark runs
 
-    return run_on_spark(compiled, given, options, args, target, fmt, show)
+    return run_on_spark(compiled, given, options, args, target, fmt, show, served=served)
 
 
-def _on_the_serve(args) -> bool:
-    """In a serve's warm process (`only_in_process`): whether a plan for
-    Spark would run on the found serve's Connect server, as the client
-    would run it — then it runs here, pyspark's Connect client already
-    loaded (0.6–0.7 s of the client's own start); a run that would start a
-    Spark of its own (`--master`, `--remote`) goes back (NOT_HERE)."""
-    return not args.no_serve and discovered(args.master, args.remote) is not None
+def _served(args) -> str | None:
+    """In a serve's warm process (`only_in_process`): the found serve's
+    Connect server, when a plan for Spark would run there as the client
+    would run it — then it runs here, on that server and no other (found
+    once: a serve stopping meanwhile fails the run, it never starts a Spark
+    here), pyspark's Connect client already loaded (0.6–0.7 s of the
+    client's own start); None for a run that would start a Spark of its own
+    (`--master`) or reach another server (`--remote`): it goes back
+    (NOT_HERE)."""
+    return None if args.no_serve else discovered(args.master, args.remote)
 
 
 def _run_workload(args) -> int:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from cetql.base.processes import die_with_parent
 from cetql.base.streams import Unfailing
+from cetql.surfaces.serve import state
 from cetql.surfaces.serve.state import NOT_HERE, handed_env, peer_uid
 
 
@@ -182,6 +183,7 @@ def _child(request: dict, fds: list[int], run_command) -> None:
         os.environ.update(handed_env(request.get("env") or {}))  # the allow-list, whatever a client sent
         time.tzset()  # the client's TZ
         tempfile.tempdir = None  # the client's TMPDIR, not the serve's cached one
+        state.QUIET = True  # its client has said every warning of the state folder already
         code = run_command(list(request["argv"]), only_in_process=True)
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
@@ -211,8 +213,6 @@ def warm_up() -> None:
     from cetql.base.options import Engine, RunOptions, Sink  # start-up cost paid here on purpose: the warm-up
     from cetql.surfaces.api.query import compile  # start-up cost paid here on purpose: the warm-up
 
-    _connect_client()
-
     n = 8192
     table = pa.table({"ts": pa.array(range(n), pa.int64()), "id": pa.array(range(n), pa.int64()),
                       "src": pa.array([f"a{i % 50}" for i in range(n)]), "dst": pa.array([f"a{i % 47}" for i in range(n)]),
@@ -231,6 +231,8 @@ def warm_up() -> None:
             plan = compile(text, {}, options=opts, inputs=inputs).plan
             for _ in run(plan).batches:
                 pass
+    with contextlib.suppress(Exception):  # a run on the serve's server still works, loading it then
+        _connect_client()
 
 
 def _connect_client() -> None:

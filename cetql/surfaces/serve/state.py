@@ -1,7 +1,7 @@
 """Finding a running `cetql serve`: the state files it leaves in the
 user's runtime folder, the identity a client and a serve must share (this
 Python, this cetql), the serve's session slots, and the status a run in
-the serve's process gives for "this plan runs on Spark".  Standard library
+the serve's process gives for "run it in the client".  Standard library
 and cetql's base only: `cetql.surfaces.cli.launch` reads it before anything
 else of cetql loads.
 
@@ -29,7 +29,9 @@ from cetql.base.places import cache_dir
 from cetql.base.processes import pid_exists
 from cetql.base.version import VERSION
 
-NOT_HERE = 254  # a handed-over run's exit status for "this plan runs on Spark": nothing was said or written
+# a handed-over run's exit status for "run it in the client" (a plan for a Spark of its own, a stream, a workload on
+# Spark): nothing was said or written
+NOT_HERE = 254
 
 
 def state_dir() -> Path:
@@ -62,9 +64,12 @@ def untrusted(st: os.stat_result, *, private: bool = False) -> str | None:
 _WARNED: set[str] = set()
 
 
+QUIET = False  # a serve's child: its client has said every warning already
+
+
 def _warn(path: Path, why: str) -> None:
     """One line on stderr, once a process, for a path no serve of this user is used from."""
-    if str(path) not in _WARNED:
+    if not QUIET and str(path) not in _WARNED:
         _WARNED.add(str(path))
         fix = ("chmod 700 it if it is yours, else set XDG_RUNTIME_DIR to a folder of your own" if path.is_dir()
                else "remove it if it is yours")  # fmt: skip
@@ -352,12 +357,14 @@ def connect_runner(path: Path) -> socket.socket | None:
 # child gets (docs/security.md): what a run in process reads — where it
 # keeps files (HOME, TMPDIR, XDG_*), how it prints (TZ, the locale, the
 # terminal's size and colour wishes), cetql's own settings — and nothing
-# else: no secrets, no Spark settings (a plan for Spark runs there only on
+# else: no secrets, no Spark settings; USER: the user a Connect session is
+# opened as (a client's own run sends it: the same server session, slots
+# and Python workers, whichever process runs the plan) (a plan for Spark runs there only on
 # the serve's own Connect server, whose settings are the serve's; one that
 # would start a Spark of its own comes back undone and runs in the client,
 # with its whole environment).
 HANDED_ENV = ("PATH", "HOME", "TMPDIR", "TZ", "LANG", "LANGUAGE", "TERM", "COLUMNS", "LINES", "NO_COLOR",
-              "XDG_CACHE_HOME", "XDG_RUNTIME_DIR")  # fmt: skip
+              "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "USER")  # fmt: skip
 HANDED_ENV_PREFIXES = ("CETQL_", "LC_")
 
 
