@@ -29,9 +29,8 @@ from cetql.backends.spark import connect, session
 from cetql.backends.spark.connect import with_token
 from cetql.base.errors import UsageError
 from cetql.base.options import Engine, RunOptions
-from cetql.surfaces.cli.flags import known_inputs
 from cetql.surfaces.cli import on_spark
-from cetql.surfaces.cli import run as run_cli
+from cetql.surfaces.cli.flags import known_inputs
 from cetql.surfaces.cli.main import main
 from cetql.surfaces.serve import state as serve_state
 
@@ -266,7 +265,6 @@ def test_a_serve_child_runs_on_the_serve_it_found_or_nowhere(tmp_path, monkeypat
     child never opens a Spark of its own."""
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     answers = iter(["sc://127.0.0.1:1"])
-    monkeypatch.setattr(run_cli, "discovered", lambda master, remote: next(answers, None))
     monkeypatch.setattr(serve_state, "discovered", lambda master, remote: next(answers, None))
     opened = []
 

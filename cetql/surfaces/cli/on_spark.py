@@ -43,7 +43,7 @@ def run_on_spark(compiled, given, options, args, target, fmt: OutputFormat | Non
 def _session(args, options, long_run: bool = False, served: str | None = None):
     """(the Spark session a run uses, the serve's session slot it holds or None):
     `served` (a serve's child: its server), else a found `cetql serve`'s, else one of its own."""
-    found = served or (None if args.no_serve else serve_state.discovered(args.master, args.remote))
+    found = served or serve_state.serve_for(args.no_serve, args.master, args.remote)
     slot = None
     if found:
         print(f"using cetql serve at {found}; --no-serve to start a local Spark", file=sys.stderr)

@@ -20,7 +20,7 @@ from cetql.surfaces.cli.workload import cmd_run_workload
 from cetql.surfaces.cli.workload_file import is_workload
 from cetql.surfaces.output import resolve_output, write_batches, write_text_batches
 from cetql.surfaces.render import print_result, sort_columns
-from cetql.surfaces.serve.state import NOT_HERE, discovered
+from cetql.surfaces.serve.state import NOT_HERE, serve_for
 
 EXIT_CANCELLED = 130
 
@@ -74,7 +74,7 @@ def _served(args) -> str | None:
     client's own start); None for a run that would start a Spark of its own
     (`--master`) or reach another server (`--remote`): it goes back
     (NOT_HERE)."""
-    return None if args.no_serve else discovered(args.master, args.remote)
+    return serve_for(args.no_serve, args.master, args.remote)
 
 
 def _run_workload(args) -> int:

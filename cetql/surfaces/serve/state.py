@@ -306,6 +306,11 @@ def discovered(master: str | None, remote: str | None) -> str | None:
     return running()
 
 
+def serve_for(no_serve: bool, master: str | None, remote: str | None) -> str | None:
+    """The serve a `cetql run` uses (`discovered`), unless --no-serve."""
+    return None if no_serve else discovered(master, remote)
+
+
 def runner_socket() -> Path | None:
     """The socket of the latest running serve of this user, Python and cetql
     that takes runs in its process, else None."""
