@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from engines import plan
 
-from cetql.backends.embedded import output, reader
+from cetql.backends.arrow import result as output
+from cetql.backends.embedded import reader
 from cetql.backends.embedded.capabilities import CAPABILITIES as EMBEDDED
 from cetql.backends.embedded.run import execute
 from cetql.backends.spark.capabilities import CAPABILITIES as SPARK

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from workloads import alone, compiled, run_workload_to, workloads
 
-from cetql.backends.embedded.output import ArithmeticOverflow
+from cetql.backends.arrow.result import ArithmeticOverflow
 from cetql.backends.embedded.run import failures
 from cetql.base.errors import QueryError, SchemaError
 from cetql.base.options import Engine

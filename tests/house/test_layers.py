@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "cetql"
 
 # Layers, bottom first: a module may import its own layer and those listed
-# for it.  The two backends stand side by side on what both need (`inputs`).
+# for it.  The two backends stand side by side on what both need (`inputs`, `arrow`).
 LAYERS = {
     "base": "cetql.base",
     "language": "cetql.language",
@@ -21,6 +21,7 @@ LAYERS = {
     "planner": "cetql.planner",  # planning, explain: over the planner's stages
     "sql": "cetql.backends.sql",  # the one expression compiler, a dialect a backend
     "inputs": "cetql.backends.inputs",
+    "arrow": "cetql.backends.arrow",  # Arrow results and Spark's Parquet files, as both backends make them
     "spark": "cetql.backends.spark",
     "embedded": "cetql.backends.embedded",
     "surfaces": "cetql.surfaces",
@@ -37,9 +38,10 @@ BELOW = {
 }
 BELOW["sql"] = BELOW["planner"] | {"planner"}
 BELOW["inputs"] = BELOW["sql"] | {"sql"}
-BELOW["spark"] = BELOW["inputs"] | {"inputs"}
-BELOW["embedded"] = BELOW["inputs"] | {"inputs"}
-BELOW["surfaces"] = BELOW["inputs"] | {"inputs", "spark", "embedded"}
+BELOW["arrow"] = BELOW["inputs"] | {"inputs"}
+BELOW["spark"] = BELOW["arrow"] | {"arrow"}
+BELOW["embedded"] = BELOW["arrow"] | {"arrow"}
+BELOW["surfaces"] = BELOW["arrow"] | {"arrow", "spark", "embedded"}
 BELOW["package"] = set(LAYERS) - {"package"}
 
 # The words a function-level import's comment must use: why it is not at the top.

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import cetql
 from cetql.base.options import Engine, OutputFormat, OutputMode, RunOptions, Sink
 from cetql.surfaces.cli.flags import known_inputs
-from cetql.surfaces.output import resolve_output, write, write_batches, write_text_batches
+from cetql.surfaces.output import resolve_output, write, write_batches, write_result, write_text_batches
 
 TYPES = {"ts": pa.int64(), "id": pa.int64(), "x": pa.int64(), "g": pa.string(), "k": pa.string(), "y": pa.float64()}
 
@@ -58,8 +58,9 @@ def plan(text: str, data, by_type: dict, engine: Engine, sink: Sink = Sink.PARQU
 
 
 def run_to(folder: Path, text: str, data, by_type: dict, engine: Engine, spark=None, fmt: str = "parquet",
-           **options) -> Path:  # fmt: skip
-    """The result written as `cetql run --output DIR --format fmt` writes it, by `engine`."""
+           spark_writer: bool = False, **options) -> Path:  # fmt: skip
+    """The result written as `cetql run --output DIR --format fmt` writes it, by `engine` (on Spark, by
+    the writer its plan chose; `spark_writer`: by Spark's own, whatever the plan chose)."""
     out = OutputFormat(fmt)
     compiled = plan(text, data, by_type, engine, sink=Sink.PARQUET if out == OutputFormat.PARQUET else Sink.TEXT_FILES,
                     **options)  # fmt: skip
@@ -77,7 +78,10 @@ def run_to(folder: Path, text: str, data, by_type: dict, engine: Engine, spark=N
     else:
         given = data if data is not None else by_type
         execution = compiled.execution(given, spark=spark, options=compiled.options)
-        write(execution.dataframe, target, out)
+        if spark_writer:
+            write(execution.dataframe, target, out)
+        else:
+            write_result(execution, target, out)
     return folder
 
 

@@ -340,14 +340,15 @@ def test_folder_appearing_while_the_query_runs(spark, tmp_path, capsys, monkeypa
     (tmp_path / "in.csv").write_text(CHECKS)
     (tmp_path / "q.cet").write_text(KITING)
     monkeypatch.chdir(tmp_path)
-    counted = output.count_rows
+    job = output_writers.staged.call
 
-    def meanwhile(folder, fmt):  # after the job, before the move: someone makes the folder
+    def meanwhile(stage, fn):  # after the job (Spark's writer's or the kernels' workers'), before the move:
+        done = job(stage, fn)  # someone makes the folder
         (tmp_path / "out").mkdir()
         (tmp_path / "out" / "theirs.txt").write_text("theirs")
-        return counted(folder, fmt)
+        return done
 
-    monkeypatch.setattr(output_writers, "count_rows", meanwhile)
+    monkeypatch.setattr(output_writers.staged, "call", meanwhile)
     assert main(["run", "q.cet", "--input", "in.csv", "--output", "out"]) == 1
     err = capsys.readouterr().err
     assert "output 'out' appeared while the query ran; it was left as it is" in err and len(err.splitlines()) == 1

@@ -27,8 +27,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
+from cetql.backends.arrow.result import output
 from cetql.backends.embedded import checks, reader, slices
-from cetql.backends.embedded.output import output
 from cetql.backends.inputs.stamps import check_unchanged
 from cetql.backends.sql import windows as W
 from cetql.backends.sql.dialects import DUCKDB

@@ -11,9 +11,10 @@ from contextlib import contextmanager
 import duckdb
 import pyarrow as pa
 
+from cetql.backends.arrow.result import ArithmeticOverflow
 from cetql.backends.embedded import compiler
 from cetql.backends.embedded.compiler import Result
-from cetql.backends.embedded.output import ArithmeticOverflow, overflow
+from cetql.backends.embedded.output import overflow
 from cetql.backends.embedded.results import EmbeddedRows, zone_of
 from cetql.base.errors import OVERFLOW_MESSAGE, CetqlError
 

@@ -21,9 +21,9 @@ from dataclasses import replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from cetql.backends.arrow.result import output
 from cetql.backends.embedded import compiler
 from cetql.backends.embedded.compiler import EVENTS, Q, Result, close, connect, order_sql, placed_sql
-from cetql.backends.embedded.output import output
 from cetql.backends.embedded.run import failures
 from cetql.backends.embedded.slices import cut, kernels
 from cetql.backends.sql.dialects import DUCKDB

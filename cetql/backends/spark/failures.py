@@ -18,7 +18,8 @@ from cetql.base.errors import OVERFLOW_MESSAGE, CetqlError
 from cetql.base.places import log_path
 
 # cetql's own exceptions that a Python worker may raise, by class name.
-_KERNEL_ERRORS = ("TrendLimitExceeded", "AggregateOverflow", "ValueOverflow", "InputChanged", "CetqlError")
+_KERNEL_ERRORS = ("TrendLimitExceeded", "AggregateOverflow", "ValueOverflow", "ArithmeticOverflow", "InputChanged",
+                  "CetqlError")  # ArithmeticOverflow: a worker writing the result (`spark.written`)
 
 
 class JobFailed(CetqlError):

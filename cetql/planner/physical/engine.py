@@ -179,11 +179,41 @@ def with_jvm(choice: EngineChoice, need: Requirements) -> EngineChoice:
     return replace(choice, long_run=long_run, jvm=f"{'C2' if long_run else 'C1 only'}: {why}")
 
 
+LOCAL_SPARK = (None, "--partitions")  # the Spark a run asks for here is on this machine: cetql's own, or a serve's
+
+
+def with_writer(choice: EngineChoice, need: Requirements) -> EngineChoice:
+    """`choice` with the writer of Parquet files decided (Spark only): the
+    kernels' Python workers write the result's files themselves where they
+    share this machine's folders and the kernels' batches are the result
+    (`backends/arrow`: integer window arithmetic, the local strategy, no
+    rows carried), else Spark's writer."""
+    if choice.engine != Engine.SPARK or need.sink != Sink.PARQUET:
+        return choice
+    why = None
+    if need.stream:
+        why = "a stream's files are Spark's checkpointed sink"
+    elif need.spark_asked not in LOCAL_SPARK:
+        why = f"{need.spark_asked}: the executors may not share this machine's folders"
+    elif need.strategy not in (None, Strategy.LOCAL):
+        why = "the distributed strategy's trends are joined by Spark, not made by a kernel"
+    elif need.with_rows:
+        why = "--with-rows carries each event's row, Spark's struct"
+    elif need.arithmetic != Arithmetic.INTEGER:
+        why = f"window bounds in {need.arithmetic.value} arithmetic are Spark's"
+    if why is not None:
+        return replace(choice, writer=f"Spark's Parquet writer: {why}")
+    return replace(choice, workers_write=True,
+                   writer="the kernels' Python workers write the Parquet files (a Spark on this machine): the "
+                          "kernels' Arrow batches straight to the files, not through the JVM")  # fmt: skip
+
+
 def choose(need: Requirements, offered: tuple[Capabilities, ...], asked: Engine) -> EngineChoice:
     """The engine and why: `asked` (refused with the reason where it cannot
     run the plan), or with AUTO the first of `offered` that can; on Spark,
-    with the compiler of a local driver JVM cetql starts (`with_jvm`)."""
-    return with_jvm(_choose(need, offered, asked), need)
+    with the compiler of a local driver JVM cetql starts (`with_jvm`) and
+    the writer of Parquet files (`with_writer`)."""
+    return with_writer(with_jvm(_choose(need, offered, asked), need), need)
 
 
 def _choose(need: Requirements, offered: tuple[Capabilities, ...], asked: Engine) -> EngineChoice:

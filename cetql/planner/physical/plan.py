@@ -306,6 +306,10 @@ class EngineChoice:
     # short one (`engine.LONG_RUN_EVENTS`); the reason as `--explain` says it ("" where it does not apply)
     long_run: bool = False
     jvm: str = ""
+    # Spark, Parquet files: the kernels' Python workers write them (a Spark on this machine), else Spark's
+    # writer; the reason as `--explain` says it ("" where the result is not Parquet files on Spark)
+    workers_write: bool = False
+    writer: str = ""
 
 
 @dataclass(frozen=True)

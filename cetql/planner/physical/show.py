@@ -172,7 +172,8 @@ def _root(p: PhysicalPlan) -> tuple[str, list[str]]:
 def physical_lines(p: PhysicalPlan) -> list[str]:
     out: list[str] = []
     _op(out, "Engine", f"{p.engine.engine.value} — {p.engine.reason}",
-        *([f"a local driver JVM cetql starts: {p.engine.jvm}"] if p.engine.jvm else []))
+        *([f"a local driver JVM cetql starts: {p.engine.jvm}"] if p.engine.jvm else []),
+        *([f"writer: {p.engine.writer}"] if p.engine.writer else []))
     _op(out, "Scan", *_scan(p))
     masks = [f"{m.column} = {show(m.definition)}" for m in p.filter.masks]
     _op(out, "Filter", f"every event: {show(p.filter.constant)}", *masks)

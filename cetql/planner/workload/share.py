@@ -60,6 +60,9 @@ def _engine(queries: tuple[Named, ...]) -> EngineChoice:
     if not spark:
         return EngineChoice(Engine.EMBEDDED, f"it runs every query — {queries[0].plan.engine.reason}")
     first = spark[0]
+    if len(spark) == len(queries) and first.plan.engine.workers_write:  # one query's own writer, not a workload's
+        return replace(first.plan.engine, workers_write=False,
+                       writer="Spark's Parquet writer: a workload's results are written by Spark")  # fmt: skip
     if len(spark) == len(queries):
         return first.plan.engine
     return EngineChoice(Engine.SPARK, f"{first.name} runs on Spark ({first.plan.engine.reason}), and the workload "

@@ -23,7 +23,7 @@ from cetql.surfaces.api.query import compile
 from cetql.surfaces.cli import stream as streaming
 from cetql.surfaces.cli.flags import as_stream, known_inputs
 from cetql.surfaces.cli.said import ACTIVE, own_ctrl_c, say_dropped, say_written
-from cetql.surfaces.output import write
+from cetql.surfaces.output import write_result
 from cetql.surfaces.progress import progress
 from cetql.surfaces.render import print_result, sort_columns
 from cetql.surfaces.serve import state as serve_state
@@ -82,7 +82,7 @@ def _run_on_spark(spark, compiled, given, options, args, target, fmt, show) -> N
         with progress(spark, label):
             execution = compiled.execution(given, spark=spark, options=options)
             if args.output is not None:
-                rows = write(execution.dataframe, target, fmt)
+                rows = write_result(execution, target, fmt)
                 say_written(rows, compiled.kind, args, fmt, started)
             else:
                 with printing_zone(options.time_zone):

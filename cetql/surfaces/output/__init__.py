@@ -15,9 +15,10 @@ from cetql.surfaces.output.writers import (
     write,
     write_batches,
     write_file,
+    write_result,
     write_text_batches,
 )
 
 __all__ = ["FILE", "FOLDER", "Target", "Terminated", "check_append", "check_append_shape", "count_rows", "existing_shape",
            "prepare_for_format", "recover", "rename_noreplace", "resolve_output", "staged", "staging_path", "write",
-           "write_batches", "write_file", "write_text_batches"]  # fmt: skip
+           "write_batches", "write_file", "write_result", "write_text_batches"]  # fmt: skip

@@ -5,7 +5,6 @@ DataFrame (`write`), Arrow batches (`write_batches`), one rendered file
 from __future__ import annotations
 
 import csv
-import json
 import uuid
 from pathlib import Path
 
@@ -44,6 +43,8 @@ def check_append(target: Target, fmt: OutputFormat, *, df=None, schema=None) -> 
     if df is not None:
         check_append_shape(target, df, fmt)
     else:
+        from cetql.backends.arrow.parquet import spark_type_name  # start-up cost: pyarrow, only when writing
+
         _check_shape(target, [(f.name, spark_type_name(f.type)) for f in schema], fmt)
 
 
@@ -72,37 +73,6 @@ def write(df, target, fmt: OutputFormat, mode: OutputMode = OutputMode.ERROR, in
     return rows if stage.written else None
 
 
-def spark_type_name(t) -> str:
-    """An Arrow type as Spark names it (`simpleString`): how a folder's
-    results are compared before appending, whichever engine wrote them."""
-    import pyarrow as pa
-
-    from cetql.backends.inputs.sources import arrow_to_spark  # start-up cost: pyarrow, only when writing
-
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return f"array<{spark_type_name(t.value_type)}>"
-    if pa.types.is_timestamp(t):
-        return "timestamp"
-    return arrow_to_spark(t)
-
-
-def spark_json(schema) -> dict:
-    """An Arrow schema as the JSON Spark keeps in its Parquet files' footers
-    (so that an append compares types, as for Spark's own files)."""
-    import pyarrow as pa
-
-    def one(t):
-        if pa.types.is_list(t) or pa.types.is_large_list(t):
-            return {"type": "array", "elementType": one(t.value_type), "containsNull": t.value_field.nullable}
-        if pa.types.is_decimal(t):
-            return f"decimal({t.precision},{t.scale})"
-        name = spark_type_name(t)
-        return {"tinyint": "byte", "smallint": "short", "int": "integer", "bigint": "long"}.get(name, name)
-
-    return {"type": "struct", "fields": [{"name": f.name, "type": one(f.type), "nullable": f.nullable, "metadata": {}}
-                                         for f in schema]}  # fmt: skip
-
-
 def write_batches(schema, batches, target: Target, parts=()) -> int | None:
     """Write Arrow batches (the in-process engine's result) as Parquet in a
     folder laid out as Spark lays out its own (`part-…parquet` and
@@ -111,49 +81,25 @@ def write_batches(schema, batches, target: Target, parts=()) -> int | None:
     the same batches as `parts` (calls giving one slice's batches each, in
     order) and a folder to write, one file a part, written at once in
     threads of their own (as Spark writes one file a partition)."""
+    from cetql.backends.arrow.parquet import part_name, write_part  # start-up cost: pyarrow, only when writing
+
     if target.skip:
         return None
     check_append(target, OutputFormat.PARQUET, schema=schema)
     with staged(target) as stage:
         stage.path.mkdir()
-        job = uuid.uuid4()
+        job = str(uuid.uuid4())
         if len(parts) > 1 and target.kind != FILE:
             rows = _write_parts(schema, parts, stage.path, job)
         else:
-            rows = _write_part(schema, batches, stage.path / _part_name(0, job))
+            rows = write_part(schema, batches, stage.path / part_name(0, job))
         (stage.path / "_SUCCESS").touch()
         if target.kind == FILE:
-            stage.source = stage.path / _part_name(0, job)
+            stage.source = stage.path / part_name(0, job)
     return rows if stage.written else None
 
 
-def _part_name(i: int, job: uuid.UUID) -> str:
-    return f"part-{i:05d}-{job}-c000.snappy.parquet"
-
-
-def _write_part(schema, batches, path: Path, stopped=lambda: False) -> int:
-    """One Parquet file of the batches (its schema only if there is none):
-    the rows written.  `stopped()` is asked before each batch is written."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    spark_schema = {b"org.apache.spark.sql.parquet.row.metadata": json.dumps(spark_json(schema)).encode()}
-    # timestamps as Spark writes them by default; no dictionary for a list column (a trend's event ids: as many
-    # distinct values as events, so the writer's try of one is wasted — a tenth of writing D1's trends)
-    flat = [f.name for f in schema if not pa.types.is_list(f.type) and not pa.types.is_large_list(f.type)]
-    rows = 0
-    with pq.ParquetWriter(path, schema.with_metadata(spark_schema), compression="snappy", use_dictionary=flat,
-                          use_deprecated_int96_timestamps=True) as out:  # fmt: skip
-        for batch in batches:
-            if stopped():
-                break
-            if batch.num_rows:
-                out.write_batch(batch)
-                rows += batch.num_rows
-    return rows
-
-
-def _write_parts(schema, parts, folder: Path, job: uuid.UUID) -> int:
+def _write_parts(schema, parts, folder: Path, job: str) -> int:
     """Each part to its own file, in threads: the rows written.  A part's
     failure stops the parts after it (those before it run to their end, so
     the error raised is the first in part order, as one reader of the parts
@@ -162,13 +108,15 @@ def _write_parts(schema, parts, folder: Path, job: uuid.UUID) -> int:
     batch is written: the one its kernel computes meanwhile is waited for)."""
     import threading
 
+    from cetql.backends.arrow.parquet import part_name, write_part  # start-up cost: pyarrow, only when writing
+
     stop = [len(parts)]  # the parts from this index on stop before their next batch
     rows, errors = [0] * len(parts), [None] * len(parts)
     lock = threading.Lock()
 
     def one(i: int) -> None:
         try:
-            rows[i] = _write_part(schema, parts[i](), folder / _part_name(i, job), lambda: i >= stop[0])
+            rows[i] = write_part(schema, parts[i](), folder / part_name(i, job), lambda: i >= stop[0])
         except BaseException as e:  # noqa: BLE001 - raised by the caller, in part order
             errors[i] = e
             with lock:
@@ -191,8 +139,69 @@ def _write_parts(schema, parts, folder: Path, job: uuid.UUID) -> int:
             raise e
     for i in range(len(parts)):  # a part without rows leaves no file, unless no part has any (the first's: the schema)
         if not rows[i] and (i or any(rows)):
-            (folder / _part_name(i, job)).unlink()
+            (folder / part_name(i, job)).unlink()
     return sum(rows)
+
+
+def write_result(execution, target: Target, fmt: OutputFormat) -> int | None:
+    """A Spark plan's result (a bound query: its plan, inputs, session and
+    DataFrame) written as its plan says: Parquet by the kernels' Python
+    workers where `engine.workers_write`, else by Spark's writer (`write`)."""
+    if execution.plan.engine.workers_write and fmt == OutputFormat.PARQUET:
+        from cetql.backends.spark.written import written  # start-up cost: pyspark's, for a Spark run only
+
+        schema, frame = written(execution.plan, execution.inputs)
+        return write_by_workers(execution.spark, schema, frame, target)
+    return write(execution.dataframe, target, fmt)
+
+
+def write_by_workers(spark, schema, frame, target: Target) -> int | None:
+    """Write a Spark plan's result as Parquet through its kernels' Python
+    workers (the plan's `engine.workers_write`): `frame(folder, job)` is
+    the lazy DataFrame whose tasks each write one file of the result's
+    `schema` (Arrow) into `folder` and give its name and rows.  Collected
+    here: the files the tasks did not name (an attempt that failed) are
+    removed, and the rest kept as Spark's writer keeps its parts — the
+    first partition's file always (the schema, even without rows; written
+    here if its task gave none), another only with rows — in the same
+    staging as every writer.  A file target gets the parts as one file.
+    The rows written, or None when nothing was (mode ignore)."""
+    from cetql.backends.arrow.parquet import part_name, write_part  # start-up cost: pyarrow, only when writing
+
+    if target.skip:
+        return None
+    check_append(target, OutputFormat.PARQUET, schema=schema)
+    with staged(target, spark) as stage:
+        stage.path.mkdir()
+        job = str(uuid.uuid4())
+        named = dict((r["file"], r["rows"]) for r in stage.call(lambda: frame(str(stage.path), job).collect()))
+        first = part_name(0, job)
+        if first not in named:
+            named[first] = write_part(schema, [], stage.path / first)
+        for p in stage.path.iterdir():
+            if p.name not in named or (not named[p.name] and p.name != first):
+                p.unlink()
+        kept = sorted(n for n, r in named.items() if r or n == first)  # part names sort in part order
+        if target.kind == FILE:
+            stage.source = _one_part(schema, stage.path, kept, job)
+        (stage.path / "_SUCCESS").touch()
+    return sum(named.values()) if stage.written else None
+
+
+def _one_part(schema, folder: Path, names: list[str], job: str) -> Path:
+    """The parts `names` of `folder` as one file of it, in part order."""
+    import pyarrow.parquet as pq
+
+    from cetql.backends.arrow.parquet import part_name, write_part  # start-up cost: pyarrow, only when writing
+
+    parts = [folder / n for n in names]
+    if len(parts) == 1:
+        return parts[0]
+    one = folder / part_name(len(names), job)
+    # read back as written: INT96 timestamps to the microsecond, in the result's types
+    write_part(schema, (b for p in parts for b in
+                        pq.read_table(p, coerce_int96_timestamp_unit="us").cast(schema).to_batches()), one)  # fmt: skip
+    return one
 
 
 def write_text_batches(schema, batches, target: Target, fmt: OutputFormat, zone) -> int | None:
