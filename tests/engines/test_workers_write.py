@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import tempfile
 from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -35,6 +36,7 @@ from cetql.surfaces.output.writers import write_by_workers
 SETTINGS = settings(max_examples=budget(15), deadline=None, suppress_health_check=list(HealthCheck),
                     phases=[Phase.explicit, Phase.reuse, Phase.generate])  # fmt: skip
 SPARK_META = b"org.apache.spark.sql.parquet.row.metadata"
+SPARK_VERSION = b"org.apache.spark.version"
 
 
 def parts(folder: Path) -> list[tuple[str, int]]:
@@ -42,27 +44,49 @@ def parts(folder: Path) -> list[tuple[str, int]]:
     return sorted((p.name[5:10], pq.ParquetFile(p).metadata.num_rows) for p in folder.glob("part-*.parquet"))
 
 
+def physical(folder: Path) -> list[tuple]:
+    """The first part's columns as Parquet stores them (path, physical and logical type)."""
+    schema = pq.ParquetFile(sorted(folder.glob("part-*.parquet"))[0]).schema
+    return [(c.path, c.physical_type, str(c.logical_type)) for c in (schema.column(i) for i in range(len(schema)))]
+
+
+def writers(folder: Path) -> set[str]:
+    """Who wrote the part files, as their footers say (Spark's writer: parquet-mr; the workers: Arrow's)."""
+    return {pq.ParquetFile(p).metadata.created_by.split(" ")[0] for p in folder.glob("part-*.parquet")}
+
+
+def by_both(spark, text: str, data, by_type: dict, folder: Path, **options) -> dict:
+    """{by the workers (the plan's writer): …, by Spark's writer: …} — rows, footer, parts — each checked
+    written by the writer it names."""
+    compiled = plan(text, data, by_type, Engine.SPARK, id_col="id", **options)
+    execution = compiled.execution(data if data is not None else by_type, spark=spark, options=compiled.options)
+    assert execution.plan.engine.workers_write, execution.plan.engine.writer  # the plan that runs
+    got = {}
+    for by_plan, who in ((True, "parquet-cpp-arrow"), (False, "parquet-mr")):
+        done = run_to(folder / str(by_plan), text, data, by_type, Engine.SPARK, spark=spark, by_plan=by_plan,
+                      id_col="id", **options)  # fmt: skip
+        assert writers(done) == {who}, (text, writers(done))
+        got[by_plan] = (rows(done), footer(done), parts(done), physical(done))
+    return got
+
+
 def both_writers(spark, text: str, events: list[dict], aggregation: bool, **options) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         data, by_type = write_inputs(folder, events, False, True, "parquet")
         try:
-            chosen = plan(text, data, by_type, Engine.SPARK, id_col="id", **options).plan.engine
+            plan(text, data, by_type, Engine.SPARK, id_col="id", **options)
         except (QueryError, SchemaError):
             assume(False)
-        assert chosen.workers_write, chosen.writer
-        got = {}
-        for spark_writer in (False, True):
-            done = run_to(folder / str(spark_writer), text, data, by_type, Engine.SPARK, spark=spark,
-                          spark_writer=spark_writer, id_col="id", **options)  # fmt: skip
-            got[spark_writer] = (rows(done), footer(done), parts(done))
-        return got
+        return by_both(spark, text, data, by_type, folder, **options)
 
 
 def check_same(got: dict, text: str) -> None:
-    (rows_w, footer_w, parts_w), (rows_s, footer_s, parts_s) = got[False], got[True]
+    (rows_w, footer_w, parts_w, stored_w), (rows_s, footer_s, parts_s, stored_s) = got[True], got[False]
+    assert stored_w == stored_s, (text, stored_w, stored_s)
     assert footer_w.remove_metadata() == footer_s.remove_metadata(), (text, footer_w, footer_s)
     assert json.loads(footer_w.metadata[SPARK_META]) == json.loads(footer_s.metadata[SPARK_META]), text
+    assert footer_w.metadata[SPARK_VERSION] == footer_s.metadata[SPARK_VERSION], text
     assert rows_w == rows_s, text
     assert parts_w == parts_s, text
 
@@ -84,16 +108,68 @@ def test_a_file_target_gets_every_part_in_one_file(spark, tmp_path):
     data, by_type = write_inputs(tmp_path, events, False, False, "parquet")
     text = "RETURN g, COUNT(*) PATTERN E+ e[] WHERE [g] AND e[i].x >= e[i-1].x GROUP-BY g WITHIN 6 SLIDE 3"
     compiled = plan(text, data, by_type, Engine.SPARK, id_col="id", partitions=3)
-    assert compiled.plan.engine.workers_write, compiled.plan.engine.writer
     execution = compiled.execution(data, spark=spark, options=compiled.options)
+    assert execution.plan.engine.workers_write, execution.plan.engine.writer
     one = resolve_output(str(tmp_path / "one.parquet"), OutputMode.ERROR, kind=FILE)
     assert write_result(execution, one, OutputFormat.PARQUET) > 0
-    spark_folder = run_to(tmp_path / "spark", text, data, by_type, Engine.SPARK, spark=spark, spark_writer=True,
-                          id_col="id", partitions=3)  # fmt: skip
+    spark_folder = run_to(tmp_path / "spark", text, data, by_type, Engine.SPARK, spark=spark, id_col="id",
+                          partitions=3)  # fmt: skip
     assert len(parts(spark_folder)) > 1  # the file gathers several parts
     assert (tmp_path / "one.parquet").is_file()
     assert rows(tmp_path / "one.parquet") == rows(spark_folder)
     assert pq.read_schema(tmp_path / "one.parquet").remove_metadata() == footer(spark_folder).remove_metadata()
+
+
+@pytest.mark.parametrize("zone", ["UTC", "+05:30"])
+@pytest.mark.parametrize("kind", ["csv-iso-offset", "csv-iso-nanos", "parquet-ms-naive", "parquet-ns-utc"])
+def test_time_bounds_are_written_alike(spark, tmp_path, kind, zone):
+    """Window bounds as timestamps (to the microsecond, from nanosecond
+    times too), read in UTC and in a fixed offset, in a session of that zone."""
+    from test_parity import _time_inputs
+
+    data = _time_inputs(tmp_path, kind)
+    text = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 100 seconds SLIDE 50 seconds"
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", zone)  # as the session `cetql run --time-zone` starts has it
+    try:
+        check_same(by_both(spark, text, data, {}, tmp_path, time_zone=zone), f"{kind} in {zone}")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+
+
+KEYS = {"bool": pa.bool_(), "short": pa.int16(), "float": pa.float32(), "date": pa.date32(),
+        "decimal": pa.decimal128(10, 2), "wide decimal": pa.decimal128(30, 3), "bytes": pa.binary(),
+        "time": pa.timestamp("us", tz="UTC")}  # fmt: skip
+
+
+@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize("key", sorted(KEYS))
+def test_keys_of_every_type_are_written_alike(spark, tmp_path, key, large):
+    """Keys of the types only Spark reads (decimals stored as integers up to
+    18 digits, bytes, dates…), and text and bytes in Arrow's large types
+    (`spark.sql.execution.arrow.useLargeVarTypes`): Spark's files."""
+    n = 30
+    values = pa.array([i % 3 for i in range(n)], pa.int64())
+    keyed = values.cast(pa.string()).cast(pa.binary()) if key == "bytes" else \
+        values.cast(pa.int32()).cast(pa.date32()) if key == "date" else \
+        values.cast(pa.timestamp("us", tz="UTC")) if key == "time" else \
+        values.cast(pa.bool_()) if key == "bool" else pa.array([Decimal(i % 3) / 4 for i in range(n)], KEYS[key]) \
+        if "decimal" in key else values.cast(KEYS[key])  # fmt: skip
+    table = pa.table({"ts": list(range(n)), "id": list(range(n)), "k": keyed, "s": [f"s{i % 4}" for i in range(n)],
+                      "x": [i % 5 for i in range(n)]})  # fmt: skip
+    pq.write_table(table, tmp_path / "in.parquet")
+    data = str(tmp_path / "in.parquet")
+    conf = "spark.sql.execution.arrow.useLargeVarTypes"
+    before = spark.conf.get(conf, "false")
+    spark.conf.set(conf, str(large).lower())
+    try:
+        for text in ("PATTERN E+ e[] WHERE [k] AND e[i].x >= e[i-1].x WITHIN 8 SLIDE 4",
+                     "RETURN k, COUNT(*), MAX(e.x) PATTERN E+ e[] WHERE [k] GROUP-BY k WITHIN 8 SLIDE 4"):  # fmt: skip
+            options = {} if text.startswith("RETURN") else {"max_trends": 0}
+            (tmp_path / str(len(text))).mkdir()
+            check_same(by_both(spark, text, data, {}, tmp_path / str(len(text)), **options), f"{text} ({key})")
+    finally:
+        spark.conf.set(conf, before)
 
 
 class _Named:
@@ -149,7 +225,8 @@ def _need(text: str = "PATTERN Check+ c[] WHERE c[i].src = c[i-1].dst WITHIN 10 
     ({"spark_asked": "--master"}, "--master"), ({"spark_asked": "--remote"}, "--remote"),
     ({"spark_asked": "SPARK_REMOTE"}, "SPARK_REMOTE"), ({"stream": True}, "stream"),
     ({"strategy": Strategy.DISTRIBUTED}, "distributed"), ({"with_rows": True}, "--with-rows"),
-    ({"arithmetic": Arithmetic.DECIMAL}, "decimal"),
+    ({"arithmetic": Arithmetic.DECIMAL}, "decimal"), ({"master": "spark://h:7077"}, "spark://h:7077"),
+    ({"parquet": "spark.sql.parquet.compression.codec=zstd"}, "compression.codec=zstd"),
 ])  # fmt: skip
 def test_the_plan_chooses_sparks_writer_where_the_workers_cannot_write(change, why):
     need, choice = _need()
@@ -172,3 +249,40 @@ def test_a_workload_is_written_by_spark():
     w = workload([("a", p), ("b", p)])
     assert not w.engine.workers_write and "workload" in w.engine.writer
     assert all(not q.plan.engine.workers_write for q in w.queries)
+
+
+def test_a_session_that_changes_sparks_parquet_settings_is_written_by_spark(spark, tmp_path):
+    """The session's own settings of Spark's writer (here its codec) are
+    Spark's to honour: the plan that runs there chooses Spark's writer, and says why."""
+    data, by_type = write_inputs(tmp_path, [{"ts": t, "id": t, "x": 1, "g": "g", "k": "u"} for t in range(6)], False,
+                                 False, "parquet")  # fmt: skip
+    text = "PATTERN E+ e[] WITHIN 4 SLIDE 2"
+    codec = "spark.sql.parquet.compression.codec"
+    before = spark.conf.get(codec)
+    spark.conf.set(codec, "zstd")
+    try:
+        compiled = plan(text, data, by_type, Engine.SPARK, id_col="id", max_trends=0)
+        execution = compiled.execution(data, spark=spark, options=compiled.options)
+        assert not execution.plan.engine.workers_write and "compression.codec=zstd" in execution.plan.engine.writer
+        done = run_to(tmp_path / "out", text, data, by_type, Engine.SPARK, spark=spark, by_plan=True, id_col="id",
+                      max_trends=0)  # fmt: skip
+        assert writers(done) == {"parquet-mr"}
+        assert pq.ParquetFile(next(done.glob("part-*"))).metadata.row_group(0).column(0).compression == "ZSTD"
+    finally:
+        spark.conf.set(codec, before)
+
+
+@pytest.mark.parametrize("flags, asked", [(["--partitions", "3"], "SPARK_REMOTE"), (["--master", "local[2]"], "--master"),
+                                          (["--partitions", "3"], None)])  # fmt: skip
+def test_a_remote_server_is_asked_before_partitions(monkeypatch, flags, asked):
+    """SPARK_REMOTE with --partitions gives the run to that server: the plan
+    must not take its Spark for this machine's."""
+    from cetql.surfaces.cli.flags import run_options
+    from cetql.surfaces.cli.main import build_parser, parse
+
+    if asked is not None:
+        monkeypatch.setenv("SPARK_REMOTE", "sc://elsewhere:15002")
+    else:
+        monkeypatch.delenv("SPARK_REMOTE", raising=False)
+    args = parse(build_parser(), ["run", "q.cet", "--input", "x.parquet", "--output", "o", *flags])
+    assert run_options(args).spark_asked == (asked or "--partitions")

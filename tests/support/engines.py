@@ -58,9 +58,9 @@ def plan(text: str, data, by_type: dict, engine: Engine, sink: Sink = Sink.PARQU
 
 
 def run_to(folder: Path, text: str, data, by_type: dict, engine: Engine, spark=None, fmt: str = "parquet",
-           spark_writer: bool = False, **options) -> Path:  # fmt: skip
+           by_plan: bool = False, **options) -> Path:  # fmt: skip
     """The result written as `cetql run --output DIR --format fmt` writes it, by `engine` (on Spark, by
-    the writer its plan chose; `spark_writer`: by Spark's own, whatever the plan chose)."""
+    Spark's own writer — the files cetql's must equal —; `by_plan`: by the writer its plan chose)."""
     out = OutputFormat(fmt)
     compiled = plan(text, data, by_type, engine, sink=Sink.PARQUET if out == OutputFormat.PARQUET else Sink.TEXT_FILES,
                     **options)  # fmt: skip
@@ -78,10 +78,10 @@ def run_to(folder: Path, text: str, data, by_type: dict, engine: Engine, spark=N
     else:
         given = data if data is not None else by_type
         execution = compiled.execution(given, spark=spark, options=compiled.options)
-        if spark_writer:
-            write(execution.dataframe, target, out)
-        else:
+        if by_plan:
             write_result(execution, target, out)
+        else:
+            write(execution.dataframe, target, out)
     return folder
 
 

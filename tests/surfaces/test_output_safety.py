@@ -400,21 +400,21 @@ def _gone(pid: int | None, timeout: float = 300) -> bool:  # the timeout only en
     return pid is None or start_time(pid) == 0
 
 
-def _writing(tmp_path: Path) -> tuple[subprocess.Popen, int | None]:
+def _writing(tmp_path: Path, flags: tuple[str, ...] = ()) -> tuple[subprocess.Popen, int | None]:
     """`cetql run --output out` on a query that takes long, once its write
     job has begun (its staging folder is there): (the process, its JVM)."""
     (tmp_path / "slow.csv").write_text("ts,price\n" + "".join(f"{i},{i}\n" for i in range(3000)))
     (tmp_path / "slow.cet").write_text("PATTERN Stock+ s[] WHERE s[i].price > s[i-1].price WITHIN 100000 TRENDS ALL")
     proc = subprocess.Popen([sys.executable, "-m", "cetql", "run", "slow.cet", "--input", "slow.csv", "--max-trends",
-                             "0", "--output", "out", "--engine", "spark"], cwd=tmp_path, env=spark_env(), stdout=subprocess.PIPE,
+                             "0", "--output", "out", "--engine", "spark", *flags], cwd=tmp_path, env=spark_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
     deadline = time.monotonic() + 600  # only ends a hang
     while time.monotonic() < deadline and proc.poll() is None and not _staging(tmp_path):
         time.sleep(0.2)
     assert _staging(tmp_path), proc.communicate(timeout=60)
-    # tasks are writing once a task attempt's folder is in the staging
-    while time.monotonic() < deadline and proc.poll() is None and \
-            not any(p.name.startswith("attempt_") for s in _staging(tmp_path) for p in (tmp_path / s).rglob("*")):  # fmt: skip
+    # tasks are writing once a task attempt's folder (Spark's writer) or file (the kernels' workers) is in the staging
+    while time.monotonic() < deadline and proc.poll() is None and not any(
+            p.name.startswith(("attempt_", ".part-")) for s in _staging(tmp_path) for p in (tmp_path / s).rglob("*")):  # fmt: skip
         time.sleep(0.1)
     assert proc.poll() is None, proc.communicate(timeout=60)
     return proc, _java_child(proc.pid)
@@ -425,8 +425,9 @@ def _staging(folder: Path) -> list[str]:
 
 
 @pytest.mark.spark  # a cetql run on Spark, killed while it writes
-def test_sigterm_during_a_write(tmp_path):
-    proc, jvm = _writing(tmp_path)
+@pytest.mark.parametrize("flags", [(), ("--master", "local[2]")], ids=["workers write", "spark writes"])
+def test_sigterm_during_a_write(tmp_path, flags):
+    proc, jvm = _writing(tmp_path, flags)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == -signal.SIGTERM, err

@@ -31,9 +31,18 @@ def session_resources(spark) -> Resources:
         instances = int(conf("spark.executor.instances") or 2)
         parallelism = int(conf("spark.default.parallelism") or slots * instances)
     jars = (conf("spark.jars.packages") or "") + (conf("spark.jars") or "")
+    changed = [f"{k}={v}" for k, default in PARQUET_DEFAULTS.items() if (v := conf(k)) is not None
+               and str(v).lower() != default]  # fmt: skip
     return Resources(executor_memory=memory or None, task_slots=max(1, slots // cpus),
                      parallelism=max(1, parallelism // cpus), graphframes="graphframes" in jars.lower() and _graphframes(),
-                     source=f"the session ({master or 'master unknown'})", assumed=False)  # fmt: skip
+                     source=f"the session ({master or 'master unknown'})", assumed=False, master=master or None,
+                     parquet=changed[0] if changed else None)  # fmt: skip
+
+
+# Spark's Parquet writer's settings whose defaults the files its kernels' workers write follow (`arrow.parquet`):
+# a session that changes one has its files written by Spark (`engine.with_writer`)
+PARQUET_DEFAULTS = {"spark.sql.parquet.compression.codec": "snappy", "spark.sql.parquet.outputTimestampType": "int96",
+                    "spark.sql.files.maxRecordsPerFile": "0", "spark.sql.parquet.writeLegacyFormat": "false"}  # fmt: skip
 
 
 def _conf(spark):
@@ -60,5 +69,3 @@ def default_resources() -> Resources:
     memory, slots = local_resources()
     return Resources(executor_memory=memory, task_slots=slots, parallelism=slots,
                      source=f"the session cetql run starts (local[*], {memory})", assumed=True)  # fmt: skip
-
-

@@ -18,11 +18,12 @@ from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
+import pyspark
 from pyspark import TaskContext
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from cetql.backends.arrow.parquet import part_name, write_part
+from cetql.backends.arrow.parquet import part_name, plain, write_part
 from cetql.backends.arrow.result import output
 from cetql.backends.spark.arrow import batch_schema
 from cetql.backends.spark.compiler import Input, kernel_input
@@ -44,11 +45,13 @@ def written(plan: PhysicalPlan, inputs: dict[str | None, Input]):
     kernel = process.detect_fn(spec) if detect else process.aggregate_fn(spec)
     made = (process.detect_schema if detect else process.aggregate_schema)(spec, batch_schema(df))
     schema, project = output(plan, made)
+    # the files' schema: as Spark writes it, its footer naming Spark's version as Spark's files do
+    written_schema = plain(schema).with_metadata({b"org.apache.spark.version": pyspark.__version__.encode()})
 
     def frame(folder: str, job: str) -> DataFrame:
-        return df.mapInArrow(partial(_write, kernel, project, schema, folder, job), from_arrow_schema(FILES))
+        return df.mapInArrow(partial(_write, kernel, project, written_schema, folder, job), from_arrow_schema(FILES))
 
-    return schema, frame
+    return written_schema, frame
 
 
 def _write(kernel, project, schema: pa.Schema, folder: str, job: str, batches):
@@ -56,6 +59,14 @@ def _write(kernel, project, schema: pa.Schema, folder: str, job: str, batches):
     task = TaskContext.get()
     name = part_name(task.partitionId(), job)
     attempt = Path(folder) / f".{name}.{task.attemptNumber()}.{os.getpid()}"
-    rows = write_part(schema, (project(b) for b in kernel(batches)), attempt)
+    batches = (_as(project(b), schema) for b in kernel(batches))
+    rows = write_part(schema, batches, attempt)
     os.replace(attempt, Path(folder) / name)
     yield pa.RecordBatch.from_pydict({"file": [name], "rows": [rows]}, schema=FILES)
+
+
+def _as(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """`batch` in `schema`'s types (`plain`: no large variants)."""
+    if batch.schema.equals(schema):
+        return batch
+    return pa.RecordBatch.from_arrays([batch.column(i).cast(f.type) for i, f in enumerate(schema)], schema=schema)

@@ -180,6 +180,8 @@ class Resources:
     task_slots: int = 1  # tasks one executor runs at once: they share that memory
     parallelism: int = 2  # tasks the whole session runs at once
     graphframes: bool = False  # the GraphFrames JVM package is on the session's classpath
+    master: str | None = None  # the session's master (None: no session seen, the local one cetql starts)
+    parquet: str | None = None  # a setting of Spark's Parquet writer the session changed ("key=value"), or None
     source: str = "Spark's defaults"
     assumed: bool = True
 

@@ -71,6 +71,8 @@ class Requirements:
     bytes: int | None  # the inputs' size with window copies (None: not known)
     rows: int | None  # the inputs' rows (None: not known), without window copies
     copies: int = 1  # the rows an event becomes, a row a window it is in (1: windows shared as blocks)
+    master: str | None = None  # the session's master (None: no session seen)
+    parquet: str | None = None  # a setting of Spark's Parquet writer the session changed
 
 
 def requirements(logical: L.LogicalPlan, names, scan, filt, windows, root, stream) -> Requirements:
@@ -103,6 +105,7 @@ def requirements(logical: L.LogicalPlan, names, scan, filt, windows, root, strea
         ids_from_order=scan.id_col is None and isinstance(root, Detect),
         column_types=tuple(sorted(types.items())), named_zone=zone,
         untyped=_untyped(names, scan, filt, root, sources), bytes=size, rows=rows, copies=copies,
+        master=logical.resources.master, parquet=logical.resources.parquet,
     )  # fmt: skip
 
 
@@ -179,22 +182,25 @@ def with_jvm(choice: EngineChoice, need: Requirements) -> EngineChoice:
     return replace(choice, long_run=long_run, jvm=f"{'C2' if long_run else 'C1 only'}: {why}")
 
 
-LOCAL_SPARK = (None, "--partitions")  # the Spark a run asks for here is on this machine: cetql's own, or a serve's
-
-
 def with_writer(choice: EngineChoice, need: Requirements) -> EngineChoice:
     """`choice` with the writer of Parquet files decided (Spark only): the
     kernels' Python workers write the result's files themselves where they
-    share this machine's folders and the kernels' batches are the result
+    share this machine's folders (a local master: cetql's own session, or
+    a serve's whose master is local), the kernels' batches are the result
     (`backends/arrow`: integer window arithmetic, the local strategy, no
-    rows carried), else Spark's writer."""
+    rows carried) and the session keeps Spark's Parquet settings (the
+    files are those Spark's writer writes by default), else Spark's writer."""
     if choice.engine != Engine.SPARK or need.sink != Sink.PARQUET:
         return choice
     why = None
     if need.stream:
         why = "a stream's files are Spark's checkpointed sink"
-    elif need.spark_asked not in LOCAL_SPARK:
+    elif need.spark_asked in ("--master", *REMOTE):
         why = f"{need.spark_asked}: the executors may not share this machine's folders"
+    elif need.master is not None and not need.master.startswith("local"):
+        why = f"the session's master is {need.master}: its executors may not share this machine's folders"
+    elif need.parquet is not None:
+        why = f"the session sets {need.parquet}"
     elif need.strategy not in (None, Strategy.LOCAL):
         why = "the distributed strategy's trends are joined by Spark, not made by a kernel"
     elif need.with_rows:

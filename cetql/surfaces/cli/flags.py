@@ -52,10 +52,12 @@ def _engine(args) -> str | None:
 def _spark_asked(args) -> str | None:
     """The flag that asks for a Spark session (--master, --remote,
     SPARK_REMOTE, --partitions): a requirement the planner weighs."""
-    for flag in ("master", "remote", "partitions"):
+    for flag in ("master", "remote"):
         if getattr(args, flag, None) is not None:
             return f"--{flag}"
-    return "SPARK_REMOTE" if hasattr(args, "engine") and os.environ.get("SPARK_REMOTE") else None
+    if hasattr(args, "engine") and os.environ.get("SPARK_REMOTE"):  # before --partitions: where the run goes
+        return "SPARK_REMOTE"
+    return "--partitions" if getattr(args, "partitions", None) is not None else None
 
 
 def known_inputs(data, typed: dict, time_col: str, time_zone: str = "UTC"):

@@ -108,7 +108,7 @@ def _write_parts(schema, parts, folder: Path, job: str) -> int:
     batch is written: the one its kernel computes meanwhile is waited for)."""
     import threading
 
-    from cetql.backends.arrow.parquet import part_name, write_part  # start-up cost: pyarrow, only when writing
+    from cetql.backends.arrow.parquet import kept, part_name, write_part  # start-up cost: pyarrow, only when writing
 
     stop = [len(parts)]  # the parts from this index on stop before their next batch
     rows, errors = [0] * len(parts), [None] * len(parts)
@@ -137,8 +137,8 @@ def _write_parts(schema, parts, folder: Path, job: str) -> int:
     for e in errors:
         if e is not None:
             raise e
-    for i in range(len(parts)):  # a part without rows leaves no file, unless no part has any (the first's: the schema)
-        if not rows[i] and (i or any(rows)):
+    for i, keep in enumerate(kept(rows)):  # as Spark's writer keeps its parts
+        if not keep:
             (folder / part_name(i, job)).unlink()
     return sum(rows)
 
@@ -161,12 +161,12 @@ def write_by_workers(spark, schema, frame, target: Target) -> int | None:
     the lazy DataFrame whose tasks each write one file of the result's
     `schema` (Arrow) into `folder` and give its name and rows.  Collected
     here: the files the tasks did not name (an attempt that failed) are
-    removed, and the rest kept as Spark's writer keeps its parts — the
-    first partition's file always (the schema, even without rows; written
-    here if its task gave none), another only with rows — in the same
-    staging as every writer.  A file target gets the parts as one file.
-    The rows written, or None when nothing was (mode ignore)."""
-    from cetql.backends.arrow.parquet import part_name, write_part  # start-up cost: pyarrow, only when writing
+    removed, and the rest kept as Spark's writer keeps its parts
+    (`arrow.parquet.kept`; the first partition's written here if its task
+    gave none), in the same staging as every writer.  A file target gets
+    the parts as one file.  The rows written, or None when nothing was
+    (mode ignore)."""
+    from cetql.backends.arrow.parquet import kept, part_name, write_part  # start-up cost: pyarrow, only when writing
 
     if target.skip:
         return None
@@ -175,15 +175,15 @@ def write_by_workers(spark, schema, frame, target: Target) -> int | None:
         stage.path.mkdir()
         job = str(uuid.uuid4())
         named = dict((r["file"], r["rows"]) for r in stage.call(lambda: frame(str(stage.path), job).collect()))
-        first = part_name(0, job)
-        if first not in named:
-            named[first] = write_part(schema, [], stage.path / first)
+        if part_name(0, job) not in named:
+            named[part_name(0, job)] = write_part(schema, [], stage.path / part_name(0, job))
+        order = sorted(named)  # part names sort in part order
+        keep = {n for n, k in zip(order, kept([named[n] for n in order])) if k}
         for p in stage.path.iterdir():
-            if p.name not in named or (not named[p.name] and p.name != first):
+            if p.name not in keep:
                 p.unlink()
-        kept = sorted(n for n, r in named.items() if r or n == first)  # part names sort in part order
         if target.kind == FILE:
-            stage.source = _one_part(schema, stage.path, kept, job)
+            stage.source = _one_part(schema, stage.path, sorted(keep), job)
         (stage.path / "_SUCCESS").touch()
     return sum(named.values()) if stage.written else None
 
