@@ -60,7 +60,7 @@ def _tables(tmp_path, text: str, rows: list[dict], events: int | None):
         got = compiler.kernel_input(con, p, events)
         sql, same = compiler.kernel_input_sql(p, events)
         copies = con.sql(sql).to_arrow_table()
-        order = compiler.plan_columns(p)
+        order = compiler.kernel_columns(p)
         return got, pa.table([copies.column(same.get(c, c)) for c in order], names=order)
     finally:
         compiler.close(con)
@@ -105,3 +105,32 @@ def test_ids_from_input_order_are_the_places_read(tmp_path, name):
     finally:
         compiler.close(con)
     assert ids.type == pa.int64() and sorted(ids.to_pylist()) == list(range(2 * n))
+
+
+@settings(max_examples=budget(10), deadline=None, suppress_health_check=list(HealthCheck))
+@given(events(), st.sampled_from(QUERIES), st.sampled_from(WINDOWS))
+def test_the_spark_kernels_input_put_back_is_what_its_exchange_would_move(spark, tmp_path_factory, rows, query, window):
+    """Spark's local kernels get their input without the columns that are
+    another's expression or a mask true for every event, put back in the
+    workers (`spark.compiler.moved`): the same batches — columns, order,
+    types, values — as the whole kernel input sorted by the same exchange."""
+    from cetql.backends.spark import compiler as spark_compiler
+    from cetql.backends.spark.arrow import batch_schema
+    from cetql.backends.spark.exchange import sorted_groups
+
+    folder = tmp_path_factory.mktemp("moved")
+    schema = pa.schema([("ts", pa.int64()), ("id", pa.int64()), ("x", pa.int64()), ("k", pa.string()),
+                        ("y", pa.float64())])  # fmt: skip
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), folder / "events.parquet")
+    compiled = plan(query.format(w=window[0], s=window[1]), str(folder / "events.parquet"), {}, Engine.SPARK,
+                    id_col="id", max_trends=0)  # fmt: skip
+    execution = compiled.execution(str(folder / "events.parquet"), spark=spark, options=compiled.options)
+    p, full = execution.plan, spark_compiler.kernel_input(execution.plan, execution.inputs)
+    slim, put_back, restored_schema = spark_compiler.moved(p, full)
+    whole = sorted_groups(p, full)  # the same exchange: the same partitions, each in the same order
+    moved_rows = slim.toArrow()
+    got = list(put_back(iter(moved_rows.to_batches(max_chunksize=7))))  # in several batches, as a worker reads them
+    assert restored_schema == batch_schema(whole)
+    want = whole.toArrow()
+    assert [c for c in want.column_names] == [f.name for f in restored_schema]
+    assert _exact(pa.Table.from_batches(got) if got else want.slice(0, 0)) == _exact(want)

@@ -31,8 +31,9 @@ from cetql.backends.arrow.result import output
 from cetql.backends.embedded import checks, reader, slices
 from cetql.backends.inputs.stamps import check_unchanged
 from cetql.backends.sql import windows as W
+from cetql.backends.sql.columns import computed_columns, kernel_columns, same_columns
 from cetql.backends.sql.dialects import DUCKDB
-from cetql.backends.sql.expressions import condition, to_sql
+from cetql.backends.sql.expressions import condition
 from cetql.base.processes import alive, start_time
 from cetql.kernels import process, select
 from cetql.planner.logical import plan as L
@@ -217,7 +218,7 @@ def kernel_input(con: duckdb.DuckDBPyConnection, plan: PhysicalPlan, events: int
     else:
         sql, same = kernel_input_sql(plan, events)
         table = con.sql(sql).to_arrow_table()
-    order = plan_columns(plan)
+    order = kernel_columns(plan)
     return pa.table([table.column(same.get(c, c)) for c in order], names=order)
 
 
@@ -286,31 +287,14 @@ def _keyed_sql(plan: PhysicalPlan, rows: str, order: list[str], extra: list[str]
     rows without every key dropped, the kernel input's columns (but
     `without`) and `extra`, sorted by `order` as Spark sorts."""
     part = plan.partition
-    computed = [(Q(k.attr), k.column) for k in (*part.keys, *part.subkeys, *part.state_keys)]
-    computed += [(to_sql(d.definition, DUCKDB), d.column) for d in plan.root.derived]
-    first: dict[str, str] = {}  # an expression: the first column computing it
-    same: dict[str, str] = {}
-    for e, c in computed:
-        if first.setdefault(e, c) != c:
-            same[c] = first[e]
-    keyed = [f"{e} AS {Q(c)}" for e, c in computed if c not in same]
+    same = same_columns(plan)
+    keyed = [f"{e} AS {Q(c)}" for e, c in computed_columns(plan) if c not in same]
     present = " AND ".join(f"{Q(k.attr)} IS NOT NULL" for k in part.keys) or "TRUE"
-    cols = [c for c in plan_columns(plan) if c not in same and c != without] + extra
+    cols = [c for c in kernel_columns(plan) if c not in same and c != without] + extra
     by = ", ".join(f"{_sort_key(plan, c)} ASC NULLS FIRST" for c in order)
     sql = (f"SELECT {', '.join(Q(c) for c in cols)} FROM (SELECT *{''.join(', ' + k for k in keyed)} "
            f"FROM ({rows}) WHERE {present}) ORDER BY {by}")  # fmt: skip
     return sql, same
-
-
-def plan_columns(plan: PhysicalPlan) -> list[str]:
-    """The kernel input's columns, in order."""
-    n, part = plan.names, plan.partition
-    cols = [*part.group, n.time, n.id, *(m.column for m in plan.filter.masks)]
-    if plan.windows.block:
-        cols += [n.window_lo, n.window_hi]
-    cols += [d.column for d in plan.root.derived] + [k.column for k in part.subkeys]
-    cols += [k.column for k in part.state_keys]
-    return list(dict.fromkeys(cols))
 
 
 def placed_sql(plan: PhysicalPlan, stage: str) -> str:

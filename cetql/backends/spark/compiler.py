@@ -11,12 +11,16 @@ classic Spark and on Spark Connect.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from cetql.backends.arrow.columns import restore, restored_fields
 from cetql.backends.inputs import refusals
 from cetql.backends.spark import checks, reader
 from cetql.backends.spark.arrow import batch_schema
@@ -25,6 +29,7 @@ from cetql.backends.spark.exchange import sorted_groups
 from cetql.backends.spark.exprs import column, holds
 from cetql.backends.spark.sql import quote
 from cetql.backends.sql import windows as W
+from cetql.backends.sql.columns import constant_masks, same_columns
 from cetql.backends.sql.dialects import SPARK
 from cetql.base.options import Strategy
 from cetql.kernels import process
@@ -236,10 +241,26 @@ def _with_rows(plan: PhysicalPlan, df: DataFrame) -> tuple[DataFrame, tuple[str,
     return df.withColumn(plan.names.row, F.struct(*[F.col(quote(c)) for c in user])), (plan.names.row,)
 
 
+def moved(plan: PhysicalPlan, df: DataFrame) -> tuple[DataFrame, Callable, pa.Schema]:
+    """The local kernels' input as their exchange moves it — hash-partitioned
+    and sorted (`sorted_groups`), without the columns the workers put back
+    (`sql.columns`: another's expression, a mask true for every event) —,
+    the function putting them back (batches → batches) and the schema of
+    the batches it gives."""
+    order, same, constant = list(df.columns), same_columns(plan), constant_masks(plan)
+    slim = sorted_groups(plan, df.select(*[F.col(quote(c)) for c in order if c not in same and c not in constant]))
+    return slim, restore(order, same, constant), restored_fields(batch_schema(slim), order, same, constant)
+
+
+def restored(kernel, put_back, batches):
+    """`kernel` over the batches with every column put back (`moved`)."""
+    return kernel(put_back(batches))
+
+
 def _local_detect(plan: PhysicalPlan, spec, df: DataFrame) -> DataFrame:
-    df = sorted_groups(plan, df)
-    schema = process.detect_schema(spec, batch_schema(df))
-    return df.mapInArrow(process.detect_fn(spec), from_arrow_schema(schema))
+    df, put_back, schema_in = moved(plan, df)
+    schema = process.detect_schema(spec, schema_in)
+    return df.mapInArrow(partial(restored, process.detect_fn(spec), put_back), from_arrow_schema(schema))
 
 
 def detect(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
@@ -262,9 +283,9 @@ def detect(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
 
 def aggregate(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
     spec = kernel_spec(plan)
-    df = sorted_groups(plan, _kernel_columns(plan, df))
-    schema = process.aggregate_schema(spec, batch_schema(df))
-    out = df.mapInArrow(process.aggregate_fn(spec), from_arrow_schema(schema))
+    df, put_back, schema_in = moved(plan, _kernel_columns(plan, df))
+    schema = process.aggregate_schema(spec, schema_in)
+    out = df.mapInArrow(partial(restored, process.aggregate_fn(spec), put_back), from_arrow_schema(schema))
     start, end = window_bounds(plan)
     cols = [start.alias("window_start"), end.alias("window_end")]
     cols += [F.col(k.column).alias(k.attr) for k in plan.partition.keys if k.output is not None]

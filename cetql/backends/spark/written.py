@@ -25,9 +25,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from cetql.backends.arrow.parquet import part_name, plain, write_part
 from cetql.backends.arrow.result import output
-from cetql.backends.spark.arrow import batch_schema
-from cetql.backends.spark.compiler import Input, kernel_input
-from cetql.backends.spark.exchange import sorted_groups
+from cetql.backends.spark.compiler import Input, kernel_input, moved, restored
 from cetql.kernels import process
 from cetql.planner.physical.kernel import kernel_spec
 from cetql.planner.physical.plan import Detect, PhysicalPlan
@@ -40,10 +38,10 @@ def written(plan: PhysicalPlan, inputs: dict[str | None, Input]):
     lazy DataFrame whose tasks write the plan's result into `folder` (a file
     a task, named for job `job`), a row each: the file's name, its rows."""
     spec = kernel_spec(plan)
-    df = sorted_groups(plan, kernel_input(plan, inputs))
+    df, put_back, schema_in = moved(plan, kernel_input(plan, inputs))
     detect = isinstance(plan.root, Detect)
-    kernel = process.detect_fn(spec) if detect else process.aggregate_fn(spec)
-    made = (process.detect_schema if detect else process.aggregate_schema)(spec, batch_schema(df))
+    kernel = partial(restored, process.detect_fn(spec) if detect else process.aggregate_fn(spec), put_back)
+    made = (process.detect_schema if detect else process.aggregate_schema)(spec, schema_in)
     schema, project = output(plan, made)
     # the files' schema: as Spark writes it, its footer naming Spark's version as Spark's files do
     written_schema = plain(schema).with_metadata({b"org.apache.spark.version": pyspark.__version__.encode()})
