@@ -29,7 +29,7 @@ from cetql.backends.spark.exchange import sorted_groups
 from cetql.backends.spark.exprs import column, holds
 from cetql.backends.spark.sql import quote
 from cetql.backends.sql import windows as W
-from cetql.backends.sql.columns import constant_masks, same_columns
+from cetql.backends.sql.columns import constant_masks, kernel_columns, same_columns
 from cetql.backends.sql.dialects import SPARK
 from cetql.base.options import Strategy
 from cetql.kernels import process
@@ -223,15 +223,9 @@ def partition(plan: PhysicalPlan, df: DataFrame) -> DataFrame:
 
 
 def _kernel_columns(plan: PhysicalPlan, df: DataFrame, extra: tuple[str, ...] = ()) -> DataFrame:
-    n, part = plan.names, plan.partition
     for d in plan.root.derived:
         df = df.withColumn(d.column, column(d.definition))
-    cols = [*part.group, n.time, n.id, *(m.column for m in plan.filter.masks)]
-    if plan.windows.block:
-        cols += [n.window_lo, n.window_hi]
-    cols += [d.column for d in plan.root.derived] + [k.column for k in part.subkeys]
-    cols += [k.column for k in part.state_keys] + list(extra)
-    return df.select(*dict.fromkeys(cols))
+    return df.select(*dict.fromkeys([*kernel_columns(plan), *extra]))
 
 
 def _with_rows(plan: PhysicalPlan, df: DataFrame) -> tuple[DataFrame, tuple[str, ...]]:
