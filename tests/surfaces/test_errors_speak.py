@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -103,14 +102,11 @@ def mounts():
 
 
 def _unmount(folder: Path) -> None:
-    """Unmount and remove: a process a test started that is still ending (a
-    JVM told to stop, on a loaded machine) keeps the mount busy a while; one
-    still busy after a minute is detached (freed when its last user ends)."""
-    for _ in range(120):
-        if subprocess.run(["umount", str(folder)], capture_output=True).returncode == 0:
-            break
-        time.sleep(0.5)
-    else:
+    """Unmount and remove.  A process still holding the mount (the run's
+    session JVM, which lives until the test run ends, or a JVM told to stop
+    on a loaded machine) keeps it busy: then it is detached at once, and
+    freed by the kernel when its last user ends."""
+    if subprocess.run(["umount", str(folder)], capture_output=True).returncode != 0:
         subprocess.run(["umount", "-l", str(folder)], capture_output=True)
     os.rmdir(folder)
 
