@@ -272,6 +272,36 @@ def test_a_session_that_changes_sparks_parquet_settings_is_written_by_spark(spar
         spark.conf.set(codec, before)
 
 
+_WRITER_SETTINGS = {"spark.sql.parquet.compression.codec": ["snappy", "zstd", "gzip"],
+                    "spark.sql.parquet.outputTimestampType": ["INT96", "TIMESTAMP_MICROS"],
+                    "spark.sql.files.maxRecordsPerFile": ["0", "7"], "spark.sql.parquet.writeLegacyFormat": ["false", "true"]}  # fmt: skip
+
+
+@settings(SETTINGS, max_examples=budget(12))
+@given(st.fixed_dictionaries({k: st.one_of(st.none(), st.sampled_from(v)) for k, v in _WRITER_SETTINGS.items()}))
+def test_a_sessions_settings_read_at_once_are_those_read_one_by_one(spark, chosen):
+    """The plan's resources read the session's settings in one call
+    (`getAll`: one round trip to a Connect server); a session that does
+    not list them is asked key by key: both read the same resources,
+    whichever of Spark's writer settings the session sets (None: unset)."""
+    from types import SimpleNamespace
+
+    from cetql.backends.spark.resources import PARQUET_DEFAULTS, session_resources
+
+    before = {k: spark.conf.get(k, None) for k in _WRITER_SETTINGS}
+    try:
+        for k, v in chosen.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+        one_by_one = SimpleNamespace(conf=SimpleNamespace(get=spark.conf.get))  # no getAll
+        at_once = session_resources(spark)
+        assert at_once == session_resources(one_by_one)
+        changed = [k for k, v in chosen.items() if v is not None and v.lower() != PARQUET_DEFAULTS[k].lower()]
+        assert (at_once.parquet is None) == (not changed), (at_once.parquet, changed)
+    finally:
+        for k, v in before.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+
+
 @pytest.mark.parametrize("flags, asked", [(["--partitions", "3"], "SPARK_REMOTE"), (["--master", "local[2]"], "--master"),
                                           (["--partitions", "3"], None)])  # fmt: skip
 def test_a_remote_server_is_asked_before_partitions(monkeypatch, flags, asked):

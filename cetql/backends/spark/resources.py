@@ -46,7 +46,17 @@ PARQUET_DEFAULTS = {"spark.sql.parquet.compression.codec": "snappy", "spark.sql.
 
 
 def _conf(spark):
+    """The session's settings by key: read in one call where the session
+    lists them all (`getAll`: one round trip to a Connect server, not one a
+    key), else key by key; None for a key it does not set."""
+    try:
+        settings = dict(spark.conf.getAll)
+    except Exception:  # noqa: BLE001 - a session that does not list them: asked one by one
+        settings = None
+
     def get(key: str):
+        if settings is not None:
+            return settings.get(key)
         try:
             return spark.conf.get(key, None)
         except Exception:  # noqa: BLE001 - a key the session will not say: the plan assumes Spark's default
