@@ -405,6 +405,42 @@ def _release(url: str) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=spark_env(), timeout=120)
 
 
+def test_a_slots_session_is_cleared_of_what_its_run_kept_and_only_then(monkeypatch):
+    """A run on a serve's session slot that persisted a DataFrame (through
+    `kept.keep`, as every persist in cetql) clears the session's cache as it
+    ends; a run that kept nothing does not ask the server; a session of the
+    run's own is never cleared (it ends with the run)."""
+    from cetql.backends.spark import kept
+
+    monkeypatch.setattr(on_spark, "is_connect", lambda _spark: True)
+    cleared, released = [], []
+
+    def session():
+        return SimpleNamespace(client=SimpleNamespace(set_retry_policies=lambda _p: None), stop=lambda: None,
+                               catalog=SimpleNamespace(clearCache=lambda: cleared.append(1)))  # fmt: skip
+
+    slot = SimpleNamespace(release=lambda: released.append(1))
+    kept.take()  # whatever this process kept before
+    frame = SimpleNamespace(persist=lambda *_level: "persisted")
+    assert kept.keep(frame) == "persisted"
+    on_spark._release(session(), slot)
+    assert cleared == [1] and released == [1]
+    on_spark._release(session(), slot)  # kept nothing since
+    assert cleared == [1] and released == [1, 1]
+    kept.keep(frame)
+    on_spark._release(session(), None)  # its own session
+    assert cleared == [1] and kept.take()
+
+
+def test_cetql_persists_only_through_kept():
+    """Every `.persist(` in the package is `kept.keep`'s: else a slot's
+    session could keep a run's DataFrames for the next run."""
+    root = Path(cetql.__file__).parent
+    found = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py") if p.name != "kept.py"
+             for i, line in enumerate(p.read_text().splitlines(), 1) if ".persist(" in line]  # fmt: skip
+    assert found == []
+
+
 def test_session_slots_are_held_one_run_at_a_time(monkeypatch, tmp_path):
     """A slot is held until released (a run in a long-lived process gives
     its slot back at its end); all slots held: None, a session of its own."""

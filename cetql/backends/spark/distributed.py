@@ -37,6 +37,7 @@ from cetql.backends.spark import runs
 from cetql.backends.spark.arrow import batch_schema
 from cetql.backends.spark.exchange import sorted_groups
 from cetql.backends.spark.exprs import holds, quote
+from cetql.backends.spark.kept import keep
 from cetql.backends.spark.nodes import negation_spans
 from cetql.backends.sql.dialects import SPARK
 from cetql.backends.sql.expressions import condition
@@ -194,10 +195,10 @@ def extract(plan: PhysicalPlan, spec: K.DetectSpec, ev):
     """ABI Algorithm 2 as one recursive query; the trends in the kernel's
     output layout (group columns, events, length[, rows])."""
     if plan.root.prefilter == Prefilter.RUNS:  # any other pattern: template runs (`runs`)
-        ev = ev.persist()  # read by the guard, the negations, the nodes and edges: built once
+        ev = keep(ev)  # read by the guard, the negations, the nodes and edges: built once
         return runs.extract(spec, ev, negation_spans(plan, spec, ev), lambda anchors: guarded(plan, spec, ev, anchors))
     c = spec.columns
-    ev = prefilter(plan.root.prefilter, spec, ev).persist()  # every round joins it: built once
+    ev = keep(prefilter(plan.root.prefilter, spec, ev))  # every round joins it: built once
     every = spec.trend_set == TrendSet.ALL
     sources = guarded(plan, spec, ev, ev.filter(F.col(SRC)))
     cols = ev.columns

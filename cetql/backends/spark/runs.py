@@ -38,6 +38,7 @@ from pyspark.sql import functions as F
 
 from cetql.backends.spark import nodes as N
 from cetql.backends.spark.exprs import quote
+from cetql.backends.spark.kept import keep
 from cetql.backends.sql.dialects import SPARK
 from cetql.backends.sql.expressions import condition
 from cetql.base.options import TrendSet
@@ -193,6 +194,6 @@ def extract(spec: K.DetectSpec, ev: DataFrame, spans: DataFrame | None, guard) -
     text = (f"WITH RECURSIVE paths MAX RECURSION LEVEL {MAX_ROUNDS} AS (SELECT * FROM {{anchors}} UNION ALL "
             f"{r.step_sql(KINDS[spec.trend_set])}) {r.result_sql(spec.trend_set)}")  # fmt: skip
     # every round reads the edges: built once when the first round runs (lazy), not again a round
-    graph_edges = graph_edges.persist()
+    graph_edges = keep(graph_edges)
     out = ev.sparkSession.sql(text, anchors=anchors, edges=graph_edges)
     return out.dropDuplicates([*r.group, "events"]) if spec.trend_set == TrendSet.ALL else out

@@ -27,6 +27,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from cetql.backends.spark import compiler as C
 from cetql.backends.spark.arrow import batch_schema
 from cetql.backends.spark.exchange import sorted_groups
+from cetql.backends.spark.kept import keep
 from cetql.backends.spark.sql import quote
 from cetql.backends.sql.dialects import SPARK
 from cetql.backends.sql.workload import column_sql, levels
@@ -46,7 +47,7 @@ def compile_workload(w: WorkloadPlan, inputs: dict[str | None, C.Input]) -> tupl
         for ex in g.exchanges:
             combined, spec = exchange_frame(w, ex, events)
             if len(ex.queries) > 1:
-                combined = combined.persist(StorageLevel.MEMORY_AND_DISK)
+                combined = keep(combined, StorageLevel.MEMORY_AND_DISK)
                 kept.append(combined)
             for m in ex.members:
                 out[w.queries[m.query].name] = query_frame(w.plan(m.query), combined, spec, m.query)

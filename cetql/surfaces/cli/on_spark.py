@@ -11,6 +11,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from cetql.backends.spark import kept
 from cetql.backends.spark.compiler import count_invalid, diagnose_invalid
 from cetql.backends.spark.connect import is_connect
 from cetql.backends.spark.failures import describe
@@ -64,7 +65,7 @@ def _release(spark, slot) -> None:
         ACTIVE.pop("spark", None)
         try:
             spark.client.set_retry_policies([])  # a server that is gone is not waited for again
-            if slot is not None:
+            if slot is not None and kept.take():  # a run that kept nothing leaves nothing to clear
                 spark.catalog.clearCache()  # the session is cetql's: nothing of the user's is cached in it
             spark.release_session_on_close = slot is None  # a slot's session stays for the next run
             spark.stop()

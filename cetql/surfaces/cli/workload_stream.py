@@ -21,6 +21,7 @@ from pathlib import Path
 from pyspark.sql import functions as F
 
 from cetql.backends.spark.failures import describe
+from cetql.backends.spark.kept import keep
 from cetql.backends.spark.session import get_spark
 from cetql.base.errors import CetqlError, UsageError
 from cetql.base.options import OutputFormat, OutputMode
@@ -141,7 +142,7 @@ def _start(execution, args, fmt: OutputFormat, checkpoint: Path | None) -> int:
     def each_batch(batch, batch_id: int) -> None:
         if batch.filter(F.col("blob").isNotNull()).isEmpty():
             return
-        batch.persist()
+        keep(batch)
         try:
             for name, df in ws.frames(batch).items():
                 write_batch(df, root / name, batch_id, fmt)

@@ -34,6 +34,7 @@ import contextlib
 import operator
 from pathlib import Path
 
+from cetql.backends.spark.kept import keep
 from cetql.base.errors import UsageError
 from cetql.surfaces.gen.scenarios import SCENARIOS
 from cetql.surfaces.gen.values import N
@@ -164,7 +165,7 @@ def _write(dfs: dict, target, spark, scenario: str) -> dict[str, int]:
         tmp.mkdir()
         parent = getattr(dfs, "parent", None)
         if parent is not None:  # computed once, read once per type
-            parent.persist()
+            keep(parent)
         try:
             for type_name, df in dfs.items():
                 stage.call(lambda df=df, name=type_name: df.write.parquet(str(tmp / name)))
