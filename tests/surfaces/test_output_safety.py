@@ -61,7 +61,7 @@ CASES = [
     ("test_a_move_into_place_never_replaces", "a result moved into place where something appeared (Linux `renameat2`, and the fallback without it)", "the move fails; what appeared is untouched"),
     ("test_overwrite_swaps_and_restores", "`--mode overwrite`, and the move of the new result failing", "the new content swapped in before the old is removed; on failure the old put back as it was"),
     ("test_ctrl_c_inside_a_write_removes_staging", "Ctrl-C while a result is being written", "the staging beside the target removed; the target untouched"),
-    ("test_sigterm_during_a_write", "SIGTERM while a run writes its `--output`", "the job cancelled, the staging removed, the process ends by SIGTERM; no output and nothing beside it"),
+    ("test_sigterm_during_a_write", "SIGTERM while a run writes its `--output` (the kernels' workers writing, or Spark's writer)", "the job cancelled, the staging removed, the process ends by SIGTERM; no output and nothing beside it"),
     ("test_sigkill_staging_is_removed_by_the_next_run", "SIGKILL while a result is being written", "the staging (named by its owner's pid and start time) removed by the next run writing beside it, which says so on stderr"),
     ("test_staging_of_a_live_owner_is_kept", "staging beside a target whose owner still runs, or whose set-aside old content was never put back", "a live owner's staging left alone; old content set aside by a dead owner put back where nothing replaced it"),
     ("test_append_of_another_format", "`--mode append --format csv` onto a folder of Parquet results (or onto a folder of other files)", "refused before Spark starts (exit 2), naming a file that is not CSV"),
