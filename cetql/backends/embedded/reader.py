@@ -111,7 +111,8 @@ def _timestamp_text(p: str, col: Column, zone: str) -> str:
 # ---------------------------------------------------------------- one input
 
 
-SIGNED = {"bigint": "BIGINT", "int": "INTEGER"}  # an unsigned Parquet column's Spark type, in DuckDB's words
+# an unsigned Parquet column's Spark type (`sources.arrow_to_spark`), in DuckDB's words
+SIGNED = {"bigint": "BIGINT", "int": "INTEGER", "smallint": "SMALLINT", "decimal(20,0)": "DECIMAL(20, 0)"}
 
 
 def typed_columns(source: Source, present: tuple[str, ...], checked: tuple[str, ...], zone: str):
@@ -140,7 +141,7 @@ def typed_columns(source: Source, present: tuple[str, ...], checked: tuple[str, 
         elif c.naive and source.format == "parquet":  # a wall-clock time, in the reader's zone
             shift = offset_seconds(zone) * 1_000_000
             cols.append(f"CAST(make_timestamp(epoch_us({name}) - {shift}) AS TIMESTAMPTZ) AS {name}")
-        elif c.name in unsigned and c.type in SIGNED:  # Spark reads uint32 as bigint, uint16 as int: so do we
+        elif c.name in unsigned and c.type in SIGNED:  # as Spark reads them (uint64 a decimal(20,0))
             cols.append(f"CAST({name} AS {SIGNED[c.type]}) AS {name}")
         else:
             cols.append(name)

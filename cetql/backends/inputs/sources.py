@@ -160,6 +160,8 @@ def arrow_to_spark(t) -> str:
         return "smallint"
     if pt.is_int32(t) or pt.is_uint16(t):
         return "int"
+    if pt.is_uint64(t):  # as Spark's Parquet reader: 64 bits unsigned do not fit a bigint
+        return "decimal(20,0)"
     if pt.is_integer(t):
         return "bigint"
     if pt.is_float32(t):

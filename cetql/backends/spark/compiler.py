@@ -35,7 +35,7 @@ from cetql.base.options import Strategy
 from cetql.kernels import process
 from cetql.planner.logical.plan import InvalidRows
 from cetql.planner.physical.kernel import kernel_spec
-from cetql.planner.physical.plan import Bounds, Detect, PhysicalPlan, TimeCast
+from cetql.planner.physical.plan import Arithmetic, Bounds, Detect, PhysicalPlan, TimeCast
 
 INVALID = "cetql: invalid value"  # the start of every message `raise_error` gives for a bad row
 
@@ -71,9 +71,14 @@ def partitioned(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFram
 # ---------------------------------------------------------------- Scan
 
 
-def _time(cast: TimeCast, t):
+def _time(plan: PhysicalPlan, cast: TimeCast, t):
+    """The internal time: a number as it is — in 64 bits where the windows'
+    arithmetic is integer (`sql.windows`), as the embedded engine reads it
+    (an int column's windows overflowed 32 bits near its limits) —, a
+    timestamp in micro- or nanoseconds."""
+    integer = plan.windows.arithmetic == Arithmetic.INTEGER
     return {
-        TimeCast.NUMBER: lambda: t,
+        TimeCast.NUMBER: lambda: t.cast("long") if integer else t,
         TimeCast.MICROS: lambda: F.unix_micros(t.cast("timestamp")),
         TimeCast.MICROS_TO_NANOS: lambda: F.unix_micros(t.cast("timestamp")) * F.lit(1000),
         TimeCast.NANOS: lambda: t.cast("long"),
@@ -100,7 +105,7 @@ def scan(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> DataFrame:
         else:
             df = df.withColumn(n.bad, bad)
         ident = F.col(quote(op.id_col)) if op.id_col else F.monotonically_increasing_id()
-        time = _time(si.time_cast, F.col(quote(op.time_col)))
+        time = _time(plan, si.time_cast, F.col(quote(op.time_col)))
         df = df.withColumn(n.id, ident).withColumn(n.time, time)
         df = df.withColumn(n.type, F.lit(si.type_name).cast("string"))
         if si.time_cast == TimeCast.NANOS:  # rows show the time to the microsecond; n.time keeps every nanosecond
@@ -312,7 +317,7 @@ def diagnose_invalid(plan: PhysicalPlan, inputs: dict[str | None, Input]) -> str
                 bad = typed.isNull()
                 if op.nan_times:
                     bad = bad | F.isnan(typed) | (F.abs(typed) == float("inf"))
-                aggs += [F.sum(bad.cast("long")), F.sum((~bad & _outside(_time(si.time_cast, typed),
+                aggs += [F.sum(bad.cast("long")), F.sum((~bad & _outside(_time(plan, si.time_cast, typed),
                                                                           plan.windows.times)).cast("long"))]  # fmt: skip
                 labels += [("time", name, None), ("range", name, plan.windows.times.text)]
         if aggs:
