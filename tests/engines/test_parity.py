@@ -238,3 +238,49 @@ def test_parquet_integers_are_read_as_spark_reads_them_on_both_engines(spark, tm
         assert footer(got[chosen]).remove_metadata() == footer(got[Engine.SPARK]).remove_metadata(), (kind, text)
         # the embedded engine where its table declares the column types (uint64's decimal(20,0) is Spark's)
         assert (chosen == Engine.EMBEDDED) == (set(read.values()) <= CAPABILITIES.column_types), (kind, text, read)
+
+
+@st.composite
+def _cased(draw, name: str) -> str:
+    """`name` with each letter's case drawn (one letter for one: `ß` stays,
+    as Spark compares names letter by letter)."""
+    return "".join(c.upper() if len(c.upper()) == 1 and draw(st.booleans()) else c.lower() for c in name)
+
+
+CASED_QUERIES = ("PATTERN S+ s[] WHERE s[i].{price} > s[i-1].{price} AND [{grp}] WITHIN 10 SLIDE 5",
+                 "RETURN {grp}, COUNT(*) PATTERN S+ s[] WHERE [{grp}] AND s.{price} > 1 GROUP-BY {grp} WITHIN 10 SLIDE 5")  # fmt: skip
+
+
+@settings(SETTINGS, max_examples=budget(6))
+@given(st.sampled_from(CASED_QUERIES), _cased("price"), _cased("größe"), st.sampled_from(["ts", "TS", "Ts"]))
+def test_a_column_named_in_any_case_is_the_inputs_on_both_engines(spark, tmp_path_factory, capsys, text, price,
+                                                                   grp, time_col):  # fmt: skip
+    """A query names a column without regard to case (docs/language.md),
+    and every rule keyed by the column's name finds it: the same rows as
+    the input's own spelling, on both engines (the embedded engine refused
+    `price` for `Price`), and an unreadable value refused (Spark read it as
+    a null where the query spelled the column otherwise); a result column
+    is named as the input names it."""
+    from cetql.surfaces.cli.main import main
+
+    folder = tmp_path_factory.mktemp("cased")
+    good = folder / "good.csv"
+    good.write_text("ts,id,Price,Größe\n" + "".join(f"{t},{t},{t * 7 % 5},g{t % 2}\n" for t in range(1, 13)))
+    bad = folder / "bad.csv"
+    bad.write_text(good.read_text() + "13,13,x7,g1\n")
+    query = folder / "q.cet"
+
+    def run(written: str, data: Path, engine: str, col: str = "ts") -> tuple[int, list[str], str]:
+        query.write_text(written)
+        code = main(["run", str(query), "--input", str(data), "--id-col", "id", "--time-col", col, "--engine", engine,
+                     "--format", "csv", "--no-serve"])  # fmt: skip
+        out, err = capsys.readouterr()
+        return code, sorted(out.splitlines()), err
+
+    want = run(text.format(price="Price", grp="Größe"), good, "embedded")
+    assert want[0] == 0 and len(want[1]) > 1, want
+    for engine in ("embedded", "spark"):
+        got = run(text.format(price=price, grp=grp), good, engine, time_col)
+        assert got[:2] == want[:2], (engine, text, price, grp, got[2])
+        code, _, err = run(text.format(price=price, grp=grp), bad, engine, time_col)
+        assert code == 1 and "column 'Price' holds 1 value(s) that cannot be read" in err, (engine, err)

@@ -19,7 +19,16 @@ from cetql.language.units import UNIT_SECONDS
 from cetql.planner.semantics import ir
 from cetql.planner.semantics.classify import classify, conjuncts, implied_equivalences
 from cetql.planner.semantics.parameters import INT64, check_given, check_params, number_range_error
-from cetql.planner.semantics.schema import BOOLEAN, NUMERIC, OTHER, STRING, TIMESTAMP, Schema, check_aggregable
+from cetql.planner.semantics.schema import (
+    BOOLEAN,
+    NUMERIC,
+    OTHER,
+    STRING,
+    TIMESTAMP,
+    Schema,
+    check_aggregable,
+    spelled_as_input,
+)
 from cetql.planner.semantics.template import Position, build_template, position_names
 
 
@@ -249,6 +258,8 @@ def bind(
     """Bind a parsed query.  With `strict_params=False` a missing parameter is
     listed in `unbound` instead of raising (for `compile --explain`)."""
     params = check_params(dict(params or {}))
+    q = spelled_as_input(q, schema)  # every column as the input spells it, found without regard to case
+    time_col = schema.spelled(time_col) if schema is not None else time_col
     template = build_template(q.pattern, position_names(q.pattern))
     positions = template.all_positions
     checker = _Checker(positions, params, strict_params, schema)

@@ -6,7 +6,7 @@ Inputs are described by the one reader (`backends.inputs.sources`, which
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 from cetql.base.errors import QuerySemanticError, SchemaError
 from cetql.language import ast as A
@@ -34,14 +34,50 @@ class Schema:
         return [c[0] for c in self.columns]
 
     def lookup(self, name: str) -> tuple[str, str] | None:
-        for col, cls, written in self.columns:
-            if col == name:
-                return cls, written
-        lowered = [c for c in self.columns if c[0].lower() == name.lower()]
-        return (lowered[0][1], lowered[0][2]) if len(lowered) == 1 else None
+        col = self.spelled(name)
+        return next(((cls, written) for c, cls, written in self.columns if c == col), None)
+
+    def spelled(self, name: str) -> str:
+        """`name` as the input spells its column: the column of that exact
+        name, else the one column equal to it without regard to case (as
+        Spark finds columns); `name` itself where there is none or two."""
+        if name in self.names():
+            return name
+        lowered = [c for c in self.names() if c.lower() == name.lower()]
+        return lowered[0] if len(lowered) == 1 else name
 
     def __str__(self) -> str:
         return ", ".join(f"{c} {w}" for c, _, w in self.columns)
+
+
+def spelled_as_input(q: A.Query, schema: Schema | None) -> A.Query:
+    """The query with every column it names spelled as the input spells it
+    (`Schema.spelled`): each rule the plan keys by a column's name — its
+    type, its cast, whether its values are checked — then finds the column
+    the query means (`price` for a column `Price` read its unreadable
+    values as nulls on Spark, the check keyed by the file's spelling)."""
+    if schema is None:
+        return q
+
+    def column(c):
+        return replace(c, name=schema.spelled(c.name)) if isinstance(c, A.Name) else walk(c)
+
+    def walk(node):
+        if isinstance(node, tuple):
+            return tuple(walk(n) for n in node)
+        if not isinstance(node, A.Node):
+            return node
+        if isinstance(node, A.Attr):
+            return replace(node, attr=schema.spelled(node.attr))
+        if isinstance(node, A.Equivalence):
+            return replace(node, columns=tuple(column(c) for c in node.columns))
+        changed = {f.name: walk(getattr(node, f.name)) for f in fields(node) if f.name != "pos"}
+        if isinstance(node, A.Query):  # a bare name in GROUP-BY and RETURN is a column (elsewhere a parameter)
+            changed["group_by"] = tuple(column(c) for c in node.group_by)
+            changed["returns"] = tuple(column(c) for c in node.returns)
+        return replace(node, **changed)
+
+    return walk(q)
 
 
 def parse_ddl(text: str) -> Schema:
