@@ -368,4 +368,3 @@ def _aggregate(agg: A.Aggregate, positions, checker: _Checker) -> ir.AggregateRe
         check_aggregable(agg, checker.attr(agg.arg), checker.schema)
         return ir.AggregateRef(agg.func, var, agg.arg.attr, name, agg.pos)
     return ir.AggregateRef(agg.func, var, None, name, pos=agg.pos)
-

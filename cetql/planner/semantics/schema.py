@@ -121,4 +121,3 @@ def check_aggregable(agg: A.Aggregate, cls: str, schema: Schema | None) -> None:
         f"{agg.func} takes a numeric column (its result is {result}){hint}",
         agg.arg.pos,
     )
-
