@@ -78,3 +78,53 @@ def test_a_column_named_in_any_script_is_read_as_an_ascii_one(tmp_path_factory, 
                      "--format", "csv", "--engine", "embedded"]) == 0  # fmt: skip
         got.append(sorted("".join(p.read_text() for p in out.glob("*.csv")).splitlines()))
     assert got[0] == got[1] and len(got[0]) > 1
+
+
+def test_one_column_named_two_ways_by_two_inputs_is_refused(tmp_path):
+    """Typed inputs that spell one column two ways (`Price`, `price`): a
+    query cannot tell them apart, and each input's rules (its casts, which
+    values are checked) would key them apart — an unreadable value was read
+    as a null; refused when the inputs are described, naming both."""
+    from cetql.backends.inputs.facts import describe_paths
+
+    (tmp_path / "a.csv").write_text("ts,id,Price\n1,1,1\n2,2,x7\n")
+    (tmp_path / "b.csv").write_text("ts,id,price\n3,3,1\n")
+    with pytest.raises(SchemaError, match="column 'Price' of input Check and 'price' of input Pay are one column"):
+        describe_paths({"Check": str(tmp_path / "a.csv"), "Pay": str(tmp_path / "b.csv")}, "ts")
+
+
+@SOME
+@given(st.sampled_from(["ts", "TS", "tS", "Ts"]), st.sampled_from(["parquet", "csv"]))
+def test_the_time_column_in_any_case_is_read_as_the_inputs(tmp_path_factory, time_col, fmt):
+    """`--time-col TS` for a column `ts` of nanosecond times: the same time
+    kind and plan as `--time-col ts` (the nanoseconds were looked up by the
+    exact name: the plan read them as microseconds, and the embedded engine
+    failed with DuckDB's binder error)."""
+    import cetql
+    from cetql.backends.inputs.facts import describe_paths
+
+    folder = tmp_path_factory.mktemp("nanos")
+    stamps = ["2024-01-01T00:00:00.000000001", "2024-01-01T00:00:00.000000002"]
+    if fmt == "parquet":
+        path = folder / "in.parquet"
+        pq.write_table(pa.table({"ts": pa.array([1, 2], pa.timestamp("ns")), "id": [1, 2]}), path)
+    else:
+        path = folder / "in.csv"
+        path.write_text("ts,id\n" + "".join(f"{s},{i}\n" for i, s in enumerate(stamps)))
+    text = "PATTERN E+ e[] WITHIN 10 seconds"
+    plans = [cetql.compile(text, inputs=describe_paths({None: str(path)}, col), time_col=col, id_col="id").plan
+             for col in ("ts", time_col)]  # fmt: skip
+    assert plans[0].scan.inputs[0].time_cast == plans[1].scan.inputs[0].time_cast
+    assert plans[0].scan == plans[1].scan and plans[0].windows == plans[1].windows
+
+
+def test_a_variable_in_brackets_stays_a_variable_beside_a_column_of_its_name_in_another_case():
+    """`[c]` names the variable c even where the input has a column `C`:
+    refused as a variable, not read as the column (names are respelled as
+    the input's columns only where they are columns)."""
+    import cetql
+    from cetql.base.errors import QueryError
+    from cetql.planner.semantics.schema import parse_ddl
+
+    with pytest.raises(QueryError, match="'c' is an event variable"):
+        cetql.compile("PATTERN S+ c[] WHERE [c] WITHIN 10", schema=parse_ddl("ts bigint, id bigint, C bigint"))

@@ -12,13 +12,14 @@ from cetql.backends.inputs import sources
 from cetql.base.errors import SchemaError
 from cetql.base.words import did_you_mean
 from cetql.planner.logical.plan import InputFacts, Inputs
-from cetql.planner.semantics.schema import NUMERIC, OTHER, STRING, TIMESTAMP, Schema
+from cetql.planner.semantics.schema import NUMERIC, OTHER, STRING, TIMESTAMP, Schema, column_key
 
 
 def summarize(described: dict[str | None, tuple], time_col: str) -> Inputs:
     """Inputs from each input's (schema, nanosecond time?, label, read as
     text?[, its Source: local files as the reader described them])."""
     cols: dict[str, tuple] = {}
+    spelled: dict[str, tuple[str, str | None]] = {}  # a column's key → (its name, the input that named it first)
     kinds = set()
     each = []
     for name, (schema, nanos, label, text, *more) in described.items():
@@ -29,6 +30,12 @@ def summarize(described: dict[str | None, tuple], time_col: str) -> Inputs:
         each.append(InputFacts(name, label, text, written, nanos, source=source,
                                stamps=source.stamps if source is not None else ()))  # fmt: skip
         for c in schema.columns:
+            first, where = spelled.setdefault(column_key(c[0]), (c[0], name))
+            if first != c[0]:  # one column to a query, named two ways: each input's rules would key it apart
+                raise SchemaError(
+                    f"column '{first}' of {_input(where)} and '{c[0]}' of {_input(name)} are one column to a query "
+                    "(it finds columns without case); name it alike in every input"
+                )
             prev = cols.get(c[0])
             if prev is not None and OTHER not in (prev[1], c[1]) and prev[1] != c[1]:
                 raise SchemaError(
@@ -51,6 +58,17 @@ def summarize(described: dict[str | None, tuple], time_col: str) -> Inputs:
     )
 
 
+def _input(name: str | None) -> str:
+    return f"input {name}" if name else "the input"
+
+
+def time_in_nanos(source, time_col: str) -> bool:
+    """Whether an input's time column (found as a query finds columns) holds
+    nanoseconds."""
+    col = source.schema.spelled(time_col)
+    return any(c.nanos and c.name == col for c in source.columns)
+
+
 def describe_paths(specs: dict[str | None, str], time_col: str, time_zone: str = "UTC") -> Inputs | None:
     """What can be learnt of inputs without Spark: paths are described by the
     reader; a table name needs Spark (None)."""
@@ -59,8 +77,7 @@ def describe_paths(specs: dict[str | None, str], time_col: str, time_zone: str =
     described = {}
     for name, spec in specs.items():
         source = sources.describe(spec, time_zone)
-        nanos = any(c.nanos and c.name == time_col for c in source.columns)
-        described[name] = (source.schema, nanos, source.name, source.text, source)
+        described[name] = (source.schema, time_in_nanos(source, time_col), source.name, source.text, source)
     return summarize(described, time_col)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from cetql.backends.inputs import casts, stats, times
 from cetql.backends.inputs.stamps import stamp
 from cetql.base.errors import SchemaError, UsageError
-from cetql.planner.semantics.schema import Schema
+from cetql.planner.semantics.schema import Schema, column_key
 from cetql.planner.semantics.sources import Column, Source, class_of
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".json": "json", ".jsonl": "json", ".ndjson": "json"}
@@ -108,8 +108,8 @@ def _check_names(columns, spec) -> None:
     Parquet file may hold `id` twice, a JSON object `x` beside `X`)."""
     seen: dict[str, str] = {}
     for c in columns:
-        other = seen.get(c.name.lower())
-        seen[c.name.lower()] = c.name
+        other = seen.get(column_key(c.name))
+        seen[column_key(c.name)] = c.name
         if other is not None:
             same = f"two columns named '{c.name}'" if other == c.name else f"columns '{other}' and '{c.name}'"
             raise SchemaError(f"input '{spec}' has {same}, which Spark cannot tell apart (it matches column names "

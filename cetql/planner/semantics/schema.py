@@ -24,6 +24,12 @@ _DDL_TYPES = {
 }
 
 
+def column_key(name: str) -> str:
+    """What two column names share when a query cannot tell them apart:
+    names are found without case (as Spark finds them)."""
+    return name.lower()
+
+
 @dataclass(frozen=True)
 class Schema:
     """Ordered column name → (type class, type as written)."""
@@ -43,7 +49,7 @@ class Schema:
         Spark finds columns); `name` itself where there is none or two."""
         if name in self.names():
             return name
-        lowered = [c for c in self.names() if c.lower() == name.lower()]
+        lowered = [c for c in self.names() if column_key(c) == column_key(name)]
         return lowered[0] if len(lowered) == 1 else name
 
     def __str__(self) -> str:
@@ -58,9 +64,12 @@ def spelled_as_input(q: A.Query, schema: Schema | None) -> A.Query:
     values as nulls on Spark, the check keyed by the file's spelling)."""
     if schema is None:
         return q
+    events = _pattern_names(q.pattern)  # a variable or type named in [...], GROUP-BY or RETURN stays one
 
     def column(c):
-        return replace(c, name=schema.spelled(c.name)) if isinstance(c, A.Name) else walk(c)
+        if isinstance(c, A.Name):
+            return c if c.name in events else replace(c, name=schema.spelled(c.name))
+        return walk(c)
 
     def walk(node):
         if isinstance(node, tuple):
@@ -78,6 +87,15 @@ def spelled_as_input(q: A.Query, schema: Schema | None) -> A.Query:
         return replace(node, **changed)
 
     return walk(q)
+
+
+def _pattern_names(p) -> set[str]:
+    """The event types and variables a pattern names."""
+    if isinstance(p, A.EventPattern):
+        return {p.type, *([p.var] if p.var else [])}
+    if isinstance(p, A.Seq):
+        return set().union(*(_pattern_names(i) for i in p.items))
+    return _pattern_names(p.sub)
 
 
 def parse_ddl(text: str) -> Schema:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame
 
-from cetql.backends.inputs.facts import summarize
+from cetql.backends.inputs.facts import summarize, time_in_nanos
 from cetql.backends.spark import reader
 from cetql.backends.spark.compiler import Input, compile_plan, events
 from cetql.backends.spark.resources import session_resources
@@ -162,7 +162,7 @@ def describe_inputs(inputs: dict[str | None, Input], time_col: str) -> Inputs:
         {
             name: (
                 inp.source.schema if inp.source is not None else reader.from_spark(inp.df.schema),
-                inp.source is not None and any(c.nanos and c.name == time_col for c in inp.source.columns),
+                inp.source is not None and time_in_nanos(inp.source, time_col),
                 inp.source.name if inp.source is not None else "a DataFrame",
                 inp.source is not None and inp.source.text,
                 inp.source,  # its files as described: the stamps a read checks, a Parquet input's statistics
