@@ -293,8 +293,12 @@ def test_a_sessions_settings_read_at_once_are_those_read_one_by_one(spark, chose
         for k, v in chosen.items():
             spark.conf.unset(k) if v is None else spark.conf.set(k, v)
         one_by_one = SimpleNamespace(conf=SimpleNamespace(get=spark.conf.get))  # no getAll
-        at_once = session_resources(spark)
-        assert at_once == session_resources(one_by_one)
+
+        def asked(*_key):
+            raise AssertionError("a key read on its own")  # (read as None where `getAll` was not used)
+
+        at_once = session_resources(SimpleNamespace(conf=SimpleNamespace(getAll=spark.conf.getAll, get=asked)))
+        assert at_once == session_resources(one_by_one) == session_resources(spark)
         changed = [k for k, v in chosen.items() if v is not None and v.lower() != PARQUET_DEFAULTS[k].lower()]
         assert (at_once.parquet is None) == (not changed), (at_once.parquet, changed)
     finally:
