@@ -433,11 +433,13 @@ def test_a_slots_session_is_cleared_of_what_its_run_kept_and_only_then(monkeypat
 
 
 def test_cetql_persists_only_through_kept():
-    """Every `.persist(` in the package is `kept.keep`'s: else a slot's
-    session could keep a run's DataFrames for the next run."""
+    """Every `.persist(` in the package is `kept.keep`'s, and nothing else
+    caches (`.cache()`, a checkpoint, CACHE TABLE): else a slot's session
+    could keep a run's DataFrames for the next run."""
     root = Path(cetql.__file__).parent
+    ways = (".persist(", ".cache(", "checkpoint(", "CACHE TABLE")
     found = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py") if p.name != "kept.py"
-             for i, line in enumerate(p.read_text().splitlines(), 1) if ".persist(" in line]  # fmt: skip
+             for i, line in enumerate(p.read_text().splitlines(), 1) if any(w in line for w in ways)]  # fmt: skip
     assert found == []
 
 
