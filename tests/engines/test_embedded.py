@@ -122,7 +122,11 @@ def _plan(tmp_path, text, table, name="events.parquet", engine=Engine.AUTO, **op
          "column x is decimal(5,0)"),
         (EVENTS, "events.parquet", {"id_col": "id", "with_rows": True}, "--with-rows"),
         (EVENTS, "events.parquet", {"id_col": "id", "strategy": "distributed"}, "distributed strategy"),
-        ("ts,id,x\n1.5,1,2\n", "events.csv", {"id_col": "id"}, "windows need decimal arithmetic"),
+        ("ts,id,x\n1.5,1,2\n", "events.csv", {"id_col": "id"},
+         "windows need decimal arithmetic: time column 'ts' is double"),
+        ("ts,id,x\n", "events.csv", {"id_col": "id"},
+         "windows need decimal arithmetic: time column 'ts' has no value to tell its type (read as a double)"),
+        ("ts,id,x\nNaN,1,2\n", "events.csv", {"id_col": "id"}, "windows need decimal arithmetic: time column 'ts' is double"),
         (EVENTS, "events.parquet", {"id_col": "id", "time_zone": "Europe/Berlin"}, None),
     ],
 )
@@ -134,6 +138,13 @@ def test_what_only_spark_runs_is_said_and_refused_when_insisted_on(tmp_path, tab
     assert p.engine.engine == Engine.SPARK and why in p.engine.reason, p.engine.reason
     with pytest.raises(UsageError, match="cannot run this query"):
         _plan(tmp_path, KITE, None, name, engine=Engine.EMBEDDED, **options)
+
+
+def test_fractional_window_sizes_are_said_as_the_cause(tmp_path):
+    p = _plan(tmp_path, KITE.replace("WITHIN 10", "WITHIN 2.5"), EVENTS, id_col="id")
+    assert p.engine.engine == Engine.SPARK, p.engine.reason
+    assert p.engine.reason.endswith("windows need decimal arithmetic: the window sizes are fractional in the time "
+                                    "column's units"), p.engine.reason  # fmt: skip
 
 
 def test_naive_text_times_in_a_named_zone_are_sparks(tmp_path):

@@ -188,6 +188,7 @@ def _windows(logical: L.LogicalPlan) -> Windows:
             elif family == "decimal" and "," in f.time_type:
                 time_scale = max(time_scale, int(f.time_type.split(",")[1].strip(") ")))
     integer = sizes_integral and families == {"integral"}
+    why = "" if integer else _why_decimal(logical, sizes_integral)
     places = max(_places(length), _places(slide))
     if kind == TimeKind.TIMESTAMP:
         bounds = Bounds.TIMESTAMP
@@ -204,7 +205,22 @@ def _windows(logical: L.LogicalPlan) -> Windows:
     times = time_range(kind.value, None if integer else max(places, time_scale),
                        places if bounds == Bounds.DECIMAL else None, exact(length), exact(slide))  # fmt: skip
     return Windows(arithmetic, exact(length), exact(slide), max(places, time_scale), bounds, places, w.copies,
-                   op.sharing.choice, op.block, times)  # fmt: skip
+                   op.sharing.choice, op.block, times, why)  # fmt: skip
+
+
+def _why_decimal(logical: L.LogicalPlan, sizes_integral: bool) -> str:
+    """Why windows are computed in decimals: the sizes, or the first input
+    whose time column is not of whole numbers."""
+    if not sizes_integral:
+        return "the window sizes are fractional in the time column's units"
+    scan = logical.find(L.Scan)
+    for f in scan.inputs.each:
+        where = f" of input {f.type_name}" if f.type_name else ""
+        if f.time_type is None:
+            return f"time column '{scan.time_col}'{where} has no value to tell its type (read as a double)"
+        if _family(f.time_type) != "integral":
+            return f"time column '{scan.time_col}'{where} is {f.time_type}"
+    return "the times are not whole numbers"
 
 
 # ---------------------------------------------------------------- Partition

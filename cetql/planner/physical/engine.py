@@ -61,6 +61,7 @@ class Requirements:
     spark_asked: str | None
     time_casts: frozenset[TimeCast]
     arithmetic: Arithmetic
+    arithmetic_why: str  # why it is not INTEGER (the plan's Windows)
     bounds: Bounds
     strategy: Strategy | None
     with_rows: bool
@@ -100,6 +101,7 @@ def requirements(logical: L.LogicalPlan, names, scan, filt, windows, root, strea
     return Requirements(
         sink=o.sink, formats=formats, stream=stream is not None or inputs.streaming, spark_asked=o.spark_asked,
         time_casts=frozenset(si.time_cast for si in scan.inputs), arithmetic=windows.arithmetic,
+        arithmetic_why=windows.why,
         bounds=windows.bounds, strategy=root.strategy if isinstance(root, Detect) else None,
         with_rows=isinstance(root, Detect) and root.with_rows,
         ids_from_order=scan.id_col is None and isinstance(root, Detect),
@@ -129,7 +131,7 @@ def refusal(need: Requirements, caps: Capabilities) -> str | None:
         (caps.formats is ANY or need.formats <= caps.formats,
          f"the input is {' and '.join(sorted(need.formats - (caps.formats or frozenset())))}"),
         (caps.arithmetic is ANY or need.arithmetic in caps.arithmetic,
-         f"windows need {need.arithmetic.value} arithmetic (fractional times or sizes)"),
+         f"windows need {need.arithmetic.value} arithmetic: {need.arithmetic_why}"),
         (caps.bounds is ANY or need.bounds in caps.bounds, f"window bounds are shown as {need.bounds.value}"),
         (caps.time_casts is ANY or need.time_casts <= caps.time_casts,
          f"times are read as {', '.join(sorted(t.value for t in need.time_casts))}"),

@@ -181,6 +181,7 @@ class Windows:
     sharing: Sharing | None  # None: tumbling
     block: int  # blocks: windows per block (0: each window its own group)
     times: TimeRange | None = None  # the internal times these windows are exact for; others are invalid rows
+    why: str = ""  # why the arithmetic is DECIMAL (fractional sizes, or the time column's type); "" for INTEGER
 
 
 @dataclass(frozen=True)

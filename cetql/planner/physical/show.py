@@ -64,7 +64,7 @@ def _scan(p: PhysicalPlan) -> list[str]:
 
 def _windows(p: PhysicalPlan) -> list[str]:
     w, t = p.windows, p.names.time
-    how = "64-bit integers" if w.arithmetic == Arithmetic.INTEGER else f"decimals (times to {w.scale} places)"
+    how = "64-bit integers" if w.arithmetic == Arithmetic.INTEGER else f"decimals (times to {w.scale} places: {w.why})"
     lines = [f"{how}: {p.names.window} from floor(({t} - {w.length}) / {w.slide}) + 1 to floor({t} / {w.slide})",
              f"bounds {w.bounds.value}: [k * {w.slide}, k * {w.slide} + {w.length}); up to {w.per_event} window(s) "
              "an event"]  # fmt: skip
