@@ -26,6 +26,12 @@ SETTINGS = settings(max_examples=budget(25), deadline=None, suppress_health_chec
                     phases=[Phase.explicit, Phase.reuse, Phase.generate])  # fmt: skip
 SPARK_META = b"org.apache.spark.sql.parquet.row.metadata"
 
+# (test name, the input, what cetql does) — rows for docs/reliability.md's table.
+CASES = [
+    ("test_parquet_integers_are_read_as_spark_reads_them_on_both_engines", "Parquet integers of every width, signed and unsigned, at their limits (as times, ids, values, keys)", "typed as Spark reads them (uint64 a decimal(20,0), run on Spark); the same rows and footer on the engine the plan chooses as on Spark"),
+    ("test_a_column_named_in_any_case_is_the_inputs_on_both_engines", "a query naming a column in another case (`price` for `Price`)", "the input's column, on both engines: its rows, and an unreadable value refused (never read as a null)"),
+]  # fmt: skip
+
 
 def both(spark, text: str, events: list[dict], typed: bool, special: bool, fmt: str, out: str = "parquet", **options):
     with tempfile.TemporaryDirectory() as tmp:

@@ -18,6 +18,13 @@ from cetql.backends.inputs.sources import describe
 from cetql.base.errors import SchemaError
 
 SOME = settings(max_examples=budget(60), deadline=None, suppress_health_check=list(HealthCheck))
+
+# (test name, the input, what cetql does) — rows for docs/reliability.md's table.
+CASES = [
+    ("test_one_column_named_two_ways_by_two_inputs_is_refused", "typed inputs that name one column two ways (`Price`, `price`)", "refused when the inputs are described, naming both columns and inputs"),
+    ("test_the_time_column_in_any_case_is_read_as_the_inputs", "`--time-col TS` for a column `ts` (nanosecond times too)", "the same time kind and plan as `--time-col ts`"),
+    ("test_a_variable_in_brackets_stays_a_variable_beside_a_column_of_its_name_in_another_case", "`[c]` for the variable `c` beside a column `C`", "refused as a variable, not read as the column"),
+]  # fmt: skip
 names = st.text(st.sampled_from("aAbB`. _é"), min_size=1, max_size=3).filter(lambda s: s.strip() == s)
 
 

@@ -731,7 +731,8 @@ def test_server_dies_mid_query(tmp_path):
 # Modules whose `CASES` are rows of docs/reliability.md's table (test name,
 # the input, what cetql does); this module's come first.
 TABLE_MODULES = ("test_reliability", "test_output_safety", "test_inputs_read", "test_inputs_time", "test_inputs_ids",
-                 "test_inputs_messages", "test_fuzz_inputs", "test_embedded", "test_spills")
+                 "test_inputs_messages", "test_fuzz_inputs", "test_embedded", "test_spills", "test_inputs_names",
+                 "test_parity")
 
 
 @functools.cache
