@@ -40,6 +40,8 @@ CASES = (
     Case("reader", "reading inputs as written: the reader on one CSV", "reader"),
     Case("start-options", "JVM and Spark settings for a local run", "start_options"),
     Case("paired", "current against a baseline, paired runs", "paired", scales=True, needs="--baseline DIR"),
+    Case("warm-versions", "a warm run on a serve: current against a baseline, each on its own serve", "warm_versions",
+         needs="--baseline DIR"),
     Case("trend-sets", "trends of each set against the reference", "trend_sets"),
     Case("workloads", "1 to 50 queries over one pass (a shared prefix, a shared scan), shared against alone",
          "workloads", scales=True),
